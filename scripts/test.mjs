@@ -1,0 +1,23 @@
+// Runs every test/**/*.test.ts with node's test runner through tsx (Node 20's --test takes no globs).
+// Extra arguments filter test files by substring: `npm test -- driver-stub`.
+import { spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname;
+const filters = process.argv.slice(2);
+const files = readdirSync(join(root, "test"), { recursive: true })
+  .filter((f) => f.endsWith(".test.ts"))
+  .map((f) => join("test", f))
+  .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
+  .sort();
+if (files.length === 0) {
+  console.error("no test files matched");
+  process.exit(1);
+}
+const r = spawnSync(
+  process.execPath,
+  ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=180000", ...files],
+  { cwd: root, stdio: "inherit" },
+);
+process.exit(r.status ?? 1);

@@ -1,0 +1,72 @@
+// Starts project executables as real child processes (through tsx, from source) and stops them.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { waitFor } from "./wait.js";
+
+export const repoRoot = new URL("../..", import.meta.url).pathname;
+
+export interface Proc {
+  readonly child: ChildProcess;
+  /** Everything the process wrote to stdout so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  readonly exited: Promise<number | string>;
+  /** Waits until stdout+stderr contains `text` (or matches the regexp). */
+  waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  /** SIGTERM, then SIGKILL after graceMs; resolves with the exit code. */
+  stop(graceMs?: number): Promise<number | string>;
+}
+
+/** Runs a TypeScript entry point of this repository (path relative to the repo root). */
+export function startTs(entry: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entry), ...args], {
+    cwd: opts.cwd ?? repoRoot,
+    env: { ...process.env, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
+  const exited = new Promise<number | string>((resolve) =>
+    child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
+  );
+  let done = false;
+  void exited.then(() => (done = true));
+  const proc: Proc = {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    async waitForOutput(text, timeoutMs = 15_000) {
+      const matches = () => {
+        const all = out + err;
+        return typeof text === "string" ? all.includes(text) : text.test(all);
+      };
+      await waitFor(`output ${String(text)} from ${entry}`, () => {
+        if (matches()) return true;
+        if (done) throw new Error(`${entry} exited; output:\n${out}${err}`);
+        return false;
+      }, { timeoutMs });
+    },
+    async stop(graceMs = 5_000) {
+      if (done) return exited;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+  };
+  return proc;
+}
+
+/** A fresh temporary directory for sockets, state and logs of one test. */
+export function tempDir(prefix = "csi-healer-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
