@@ -1,0 +1,70 @@
+// Who may call: a bearer token authenticated by a TokenReview (with our audience) and authorized
+// by a SubjectAccessReview against a configured rule. Decisions are cached briefly, bounded in
+// size, keyed by a hash of the token so the token itself is never kept as a map key in clear.
+import { createHash } from "node:crypto";
+import type { AuthzRule } from "../config/config.js";
+import { DomainError, permissionDenied, unauthenticated, unavailable } from "../errors.js";
+import { KubeError, type KubeApi, type UserInfo } from "../kube/api.js";
+import type { Middleware } from "../server/context.js";
+
+export interface AuthOptions {
+  kube: KubeApi;
+  audience: string;
+  namespace: string;
+  rule: AuthzRule;
+  cacheTtlMs: number;
+  maxEntries?: number;
+  requestTimeoutMs?: number;
+}
+
+type Decision = { user: UserInfo } | { error: DomainError };
+
+const MAX_TOKEN_LENGTH = 16 * 1024;
+
+export function authMiddleware(opts: AuthOptions): Middleware {
+  const cache = new Map<string, { at: number; decision: Promise<Decision> }>();
+  const max = opts.maxEntries ?? 1024;
+
+  async function decide(token: string): Promise<Decision> {
+    const signal = AbortSignal.timeout(opts.requestTimeoutMs ?? 10_000);
+    try {
+      const user = await opts.kube.reviewToken(token, opts.audience, signal);
+      if (!user) return { error: unauthenticated(`bearer token is not valid for audience ${opts.audience}`) };
+      const { verb, group, resource } = opts.rule;
+      const allowed = await opts.kube.reviewAccess(user, { namespace: opts.namespace, verb, group, resource }, signal);
+      if (!allowed) {
+        return {
+          error: permissionDenied(`user ${user.username} may not ${verb} ${resource}${group ? "." + group : ""} in namespace ${opts.namespace}`),
+        };
+      }
+      return { user };
+    } catch (err) {
+      const why = err instanceof KubeError ? `${err.status || "unreachable"} ${err.reason}` : "error";
+      throw unavailable(`cannot verify the caller right now (Kubernetes API: ${why.trim()}); retry`);
+    }
+  }
+
+  return async (req, ctx, next) => {
+    const header = ctx.metadata.get("authorization")[0];
+    const m = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!m) throw unauthenticated("missing bearer token: send metadata 'authorization: Bearer <token>'");
+    const token = m[1]!;
+    if (token.length > MAX_TOKEN_LENGTH) throw unauthenticated("bearer token too long");
+    const key = createHash("sha256").update(token).digest("hex");
+    const now = Date.now();
+    let entry = cache.get(key);
+    if (!entry || now - entry.at >= opts.cacheTtlMs) {
+      entry = { at: now, decision: decide(token) };
+      cache.delete(key);
+      if (cache.size >= max) cache.delete(cache.keys().next().value!);
+      cache.set(key, entry);
+      const e = entry;
+      // Transient failures are not cached: the next call asks again.
+      e.decision.catch(() => cache.get(key) === e && cache.delete(key));
+    }
+    const decision = await entry.decision;
+    if ("error" in decision) throw decision.error;
+    ctx.user = decision.user;
+    return next(req, ctx);
+  };
+}

@@ -1,0 +1,195 @@
+// The one typed configuration object: parsed and validated once, defaults applied here only.
+// This is the only module that reads process.env (through the `env` argument of parseConfig).
+import { FlagError, parseFlags, usage, type FlagSpec } from "./flags.js";
+import { parseDuration } from "./duration.js";
+
+export type LogFormat = "json" | "text";
+export type LogLevel = "error" | "warn" | "info" | "debug";
+
+export interface AuthzRule {
+  verb: string;
+  group: string;
+  resource: string;
+}
+
+export interface Config {
+  /** unix:// address of the driver's CSI-Addons server. */
+  csiAddonsAddress: string;
+  /** Filesystem path of that socket. */
+  csiAddonsSocket: string;
+  nodeId: string;
+  pod: string;
+  namespace: string;
+  /** Empty when not given; then read from the Pod object. */
+  podUid: string;
+  controllerPort: number;
+  controllerIp: string;
+  stagingPath: string;
+  /** Deadline of one driver call. */
+  timeoutMs: number;
+  /** undefined = no HTTP endpoint. */
+  httpEndpoint: { host: string; port: number } | undefined;
+  kubeconfig: string | undefined;
+  maxInflight: number;
+  /** Requests allowed to wait for a driver slot beyond maxInflight; past it RESOURCE_EXHAUSTED. */
+  maxQueue: number;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  enableAuth: boolean;
+  authAudience: string;
+  authz: AuthzRule;
+  authCacheTtlMs: number;
+  tlsCertFile: string | undefined;
+  tlsKeyFile: string | undefined;
+  /** How long SIGTERM waits for in-flight calls. */
+  shutdownGraceMs: number;
+  /** How long secrets stay cached. */
+  secretCacheTtlMs: number;
+}
+
+export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
+
+export class ConfigError extends Error {
+  constructor(readonly flag: string, message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+const FLAGS: readonly FlagSpec[] = [
+  { name: "csi-addons-address", kind: "string", env: "CSI_ADDONS_ENDPOINT", help: "driver's CSI-Addons socket (default unix:///run/csi-addons/socket)" },
+  { name: "node-id", kind: "string", env: "NODE_ID", help: "Kubernetes node name (required)" },
+  { name: "pod", kind: "string", env: "POD_NAME", help: "this pod's name (required)" },
+  { name: "namespace", kind: "string", env: "POD_NAMESPACE", help: "this pod's namespace (required)" },
+  { name: "pod-uid", kind: "string", env: "POD_UID", help: "this pod's UID (read from the Pod when empty)" },
+  { name: "controller-port", kind: "string", env: "CONTROLLER_PORT", help: "port of the controller-facing gRPC server (default 9070)" },
+  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server (default all addresses)" },
+  { name: "stagingpath", kind: "string", env: "STAGING_PATH", help: "kubelet's CSI staging root (default /var/lib/kubelet/plugins/kubernetes.io/csi/)" },
+  { name: "timeout", kind: "string", env: "TIMEOUT", help: "deadline of one driver call (default 3m)" },
+  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics (default off)" },
+  { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file (default in-cluster)" },
+  { name: "max-inflight", kind: "string", env: "MAX_INFLIGHT", help: "driver calls at once (default 16)" },
+  { name: "max-queue", kind: "string", env: "MAX_QUEUE", help: "requests waiting for a driver slot before RESOURCE_EXHAUSTED (default 4 x max-inflight)" },
+  { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
+  { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
+  { name: "enable-auth", kind: "bool", env: "ENABLE_AUTH", help: "TLS + bearer-token authentication of callers (default true)" },
+  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: "audience a caller's token must carry (required with auth)" },
+  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb (default update)" },
+  { name: "auth-group", kind: "string", env: "AUTH_GROUP", help: "SubjectAccessReview API group (default csiaddons.openshift.io)" },
+  { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource (default csiaddonsnodes)" },
+  { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached (default 30s)" },
+  { name: "tls-cert-file", kind: "string", env: "TLS_CERT_FILE", help: "server certificate (default self-signed)" },
+  { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
+  { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
+  { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
+  { name: "version", kind: "bool", help: "print the version and exit" },
+  { name: "help", kind: "bool", help: "print this help and exit" },
+];
+
+export function helpText(): string {
+  return `Usage: csi-addons-sidecar [flags]\n${usage(FLAGS)}`;
+}
+
+export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ParseResult {
+  let raw: Map<string, string>;
+  try {
+    raw = parseFlags(FLAGS, argv, env);
+  } catch (err) {
+    if (err instanceof FlagError) throw new ConfigError(err.flag, err.message);
+    throw err;
+  }
+  const str = (name: string, dflt = "") => raw.get(name) ?? dflt;
+  if (bool(raw, "help", false)) return { kind: "help", text: helpText() };
+  if (bool(raw, "version", false)) return { kind: "version" };
+
+  const address = str("csi-addons-address", "unix:///run/csi-addons/socket");
+  if (!/^unix:\/\/\/?./.test(address)) {
+    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket, got ${JSON.stringify(address)}`);
+  }
+  const enableAuth = bool(raw, "enable-auth", true);
+  const maxInflight = int(raw, "max-inflight", 16, 1);
+  const config: Config = {
+    csiAddonsAddress: address,
+    csiAddonsSocket: address.replace(/^unix:\/\//, "").replace(/^\/+/, "/"),
+    nodeId: required(raw, "node-id"),
+    pod: required(raw, "pod"),
+    namespace: required(raw, "namespace"),
+    podUid: str("pod-uid"),
+    controllerPort: int(raw, "controller-port", 9070, 0, 65535),
+    controllerIp: str("controller-ip", "0.0.0.0"),
+    stagingPath: str("stagingpath", "/var/lib/kubelet/plugins/kubernetes.io/csi/"),
+    timeoutMs: duration(raw, "timeout", 180_000),
+    httpEndpoint: hostPort(raw, "http-endpoint"),
+    kubeconfig: raw.get("kubeconfig") || undefined,
+    maxInflight,
+    maxQueue: int(raw, "max-queue", maxInflight * 4, 0),
+    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
+    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
+    enableAuth,
+    authAudience: str("auth-audience"),
+    authz: { verb: str("auth-verb", "update"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
+    authCacheTtlMs: duration(raw, "auth-cache-ttl", 30_000),
+    tlsCertFile: raw.get("tls-cert-file") || undefined,
+    tlsKeyFile: raw.get("tls-key-file") || undefined,
+    shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
+    secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
+  };
+  if (enableAuth && !config.authAudience) {
+    throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");
+  }
+  if (!config.tlsCertFile !== !config.tlsKeyFile) {
+    const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
+    throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
+  }
+  if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
+  return { kind: "config", config };
+}
+
+function required(raw: Map<string, string>, name: string): string {
+  const v = raw.get(name);
+  if (!v) throw new ConfigError(name, `--${name} is required`);
+  return v;
+}
+
+function bool(raw: Map<string, string>, name: string, dflt: boolean): boolean {
+  const v = raw.get(name);
+  if (v === undefined) return dflt;
+  if (/^(1|t|true)$/i.test(v)) return true;
+  if (/^(0|f|false)$/i.test(v)) return false;
+  throw new ConfigError(name, `--${name} must be true or false, got ${JSON.stringify(v)}`);
+}
+
+function int(raw: Map<string, string>, name: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const v = raw.get(name);
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n < min || n > max) {
+    throw new ConfigError(name, `--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+function duration(raw: Map<string, string>, name: string, dflt: number): number {
+  const v = raw.get(name);
+  if (v === undefined) return dflt;
+  const ms = parseDuration(v);
+  if (ms === undefined) throw new ConfigError(name, `--${name} must be a duration like 30s or 3m, got ${JSON.stringify(v)}`);
+  return ms;
+}
+
+function oneOf<T extends string>(raw: Map<string, string>, name: string, allowed: readonly T[], dflt: T): T {
+  const v = raw.get(name) ?? dflt;
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(name, `--${name} must be one of ${allowed.join("|")}, got ${JSON.stringify(v)}`);
+  }
+  return v as T;
+}
+
+function hostPort(raw: Map<string, string>, name: string): { host: string; port: number } | undefined {
+  const v = raw.get(name);
+  if (!v) return undefined;
+  const m = /^(.*):(\d+)$/.exec(v);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new ConfigError(name, `--${name} must be host:port or :port, got ${JSON.stringify(v)}`);
+  return { host: m[1]!.replace(/^\[|\]$/g, "") || "0.0.0.0", port };
+}

@@ -1,0 +1,181 @@
+// The connection to the driver's CSI-Addons server: dial with capped backoff, never give up,
+// read identity and capabilities, probe until ready, notice when the driver goes away or restarts.
+import { EventEmitter } from "node:events";
+import * as grpc from "@grpc/grpc-js";
+import {
+  Capability_Service_Type,
+  Capability_VolumeHealer_Type,
+  IdentityService,
+  type Capability,
+  type GetIdentityResponse,
+} from "../../proto/gen/identity/identity.js";
+import type { Logger } from "../log/logger.js";
+import { unaryCall, isServiceError, type MethodDef } from "./unary.js";
+import { delay } from "../util/delay.js";
+
+export interface DriverInfo {
+  name: string;
+  vendorVersion: string;
+  manifest: Record<string, string>;
+  capabilities: Capability[];
+  /** Convenience views of `capabilities`. */
+  nodeService: boolean;
+  getVolumeHealth: boolean;
+  healVolume: boolean;
+}
+
+export interface ReadyEvent {
+  info: DriverInfo;
+  /** The driver restarted since we last saw it ready (new boot id or a lost connection). */
+  restarted: boolean;
+}
+
+interface Events {
+  ready: [ReadyEvent];
+  down: [string];
+}
+
+export interface DriverConnectionOptions {
+  socketPath: string;
+  /** Deadline of each identity/probe call. */
+  callTimeoutMs: number;
+  logger: Logger;
+  interceptors?: grpc.Interceptor[];
+  /** How often "still waiting for driver" is logged. */
+  waitLogIntervalMs?: number;
+}
+
+const RETRY_MS = 1000;
+
+export class DriverConnection extends EventEmitter<Events> {
+  /** One channel for every client, so the driver sees one connection. */
+  readonly client: grpc.Client;
+  private info: DriverInfo | undefined;
+  private isReady = false;
+  private readonly stop = new AbortController();
+  private lastBootId: string | undefined;
+  private everReady = false;
+
+  constructor(private readonly opts: DriverConnectionOptions) {
+    super();
+    this.client = new grpc.Client(`unix://${opts.socketPath}`, grpc.credentials.createInsecure(), {
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": RETRY_MS,
+      "grpc.min_reconnect_backoff_ms": 100,
+      interceptors: opts.interceptors ?? [],
+    });
+  }
+
+  get ready(): boolean {
+    return this.isReady;
+  }
+
+  /** Identity and capabilities from the last successful connection. */
+  get driver(): DriverInfo | undefined {
+    return this.info;
+  }
+
+  start(): void {
+    void this.loop();
+  }
+
+  close(): void {
+    this.stop.abort();
+    this.client.close();
+  }
+
+  call<Req, Res>(def: MethodDef<Req, Res>, request: Req, deadline: number, signal?: AbortSignal): Promise<Res> {
+    return unaryCall(this.client, def, request, { deadline, signal });
+  }
+
+  private async loop(): Promise<void> {
+    const log = this.opts.logger;
+    while (!this.stop.signal.aborted) {
+      await this.waitConnected();
+      if (this.stop.signal.aborted) return;
+      try {
+        const info = await this.handshake();
+        const bootId = info.manifest["bootId"];
+        const restarted = this.everReady || (this.lastBootId !== undefined && bootId !== this.lastBootId);
+        this.lastBootId = bootId;
+        this.info = info;
+        this.isReady = true;
+        this.everReady = true;
+        log.info("driver ready", { driver: info.name, vendorVersion: info.vendorVersion, restarted, healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume } });
+        this.emit("ready", { info, restarted });
+        await this.waitDisconnected();
+        if (this.stop.signal.aborted) return;
+        this.isReady = false;
+        log.warn("driver connection lost; reconnecting", { socket: this.opts.socketPath });
+        this.emit("down", "connection lost");
+      } catch (err) {
+        if (this.isReady) {
+          this.isReady = false;
+          this.emit("down", String(err));
+        }
+        log.warn("driver handshake failed; retrying", { socket: this.opts.socketPath, error: describe(err) });
+        await delay(RETRY_MS, this.stop.signal);
+      }
+    }
+  }
+
+  /** Resolves once the channel is READY, logging every waitLogIntervalMs while it is not. */
+  private async waitConnected(): Promise<void> {
+    const started = Date.now();
+    const every = this.opts.waitLogIntervalMs ?? 10_000;
+    while (!this.stop.signal.aborted) {
+      const ok = await new Promise<boolean>((resolve) =>
+        this.client.waitForReady(Date.now() + every, (err) => resolve(!err)),
+      );
+      if (ok) return;
+      if (this.stop.signal.aborted) return;
+      this.opts.logger.info(`still waiting for driver at ${this.opts.socketPath}`, { waitedSeconds: Math.round((Date.now() - started) / 1000) });
+    }
+  }
+
+  private async waitDisconnected(): Promise<void> {
+    const channel = this.client.getChannel();
+    let state = channel.getConnectivityState(false);
+    while (state === grpc.connectivityState.READY && !this.stop.signal.aborted) {
+      await new Promise<void>((resolve) => channel.watchConnectivityState(state, Infinity, () => resolve()));
+      state = channel.getConnectivityState(false);
+    }
+  }
+
+  private async handshake(): Promise<DriverInfo> {
+    const deadline = () => Date.now() + this.opts.callTimeoutMs;
+    const identity: GetIdentityResponse = await this.call(IdentityService.getIdentity, {}, deadline());
+    if (!identity.name) throw new Error("driver returned an empty name from GetIdentity");
+    const caps = await this.call(IdentityService.getCapabilities, {}, deadline());
+    await this.probeUntilReady();
+    const has = (pred: (c: Capability) => boolean) => caps.capabilities.some(pred);
+    return {
+      name: identity.name,
+      vendorVersion: identity.vendorVersion,
+      manifest: identity.manifest,
+      capabilities: caps.capabilities,
+      nodeService: has((c) => c.type?.$case === "service" && c.type.service.type === Capability_Service_Type.NODE_SERVICE),
+      getVolumeHealth: has((c) => c.type?.$case === "volumeHealer" && c.type.volumeHealer.type === Capability_VolumeHealer_Type.GET_VOLUME_HEALTH),
+      healVolume: has((c) => c.type?.$case === "volumeHealer" && c.type.volumeHealer.type === Capability_VolumeHealer_Type.HEAL_VOLUME),
+    };
+  }
+
+  private async probeUntilReady(): Promise<void> {
+    for (let attempt = 1; !this.stop.signal.aborted; attempt++) {
+      try {
+        const res = await this.call(IdentityService.probe, {}, Date.now() + Math.min(this.opts.callTimeoutMs, 10_000));
+        // An unset `ready` means ready (CSI-Addons spec).
+        if (res.ready !== false) return;
+        if (attempt === 1 || attempt % 10 === 0) this.opts.logger.info("driver not ready yet (Probe ready=false)", { attempt });
+      } catch (err) {
+        if (!isServiceError(err) || err.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
+        this.opts.logger.info("driver Probe timed out; retrying", { attempt });
+      }
+      await delay(RETRY_MS, this.stop.signal);
+    }
+  }
+}
+
+function describe(err: unknown): string {
+  return isServiceError(err) ? `${grpc.status[err.code]}: ${err.details}` : err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,47 @@
+// One promise-returning unary call over any method definition, with a deadline and cancellation.
+import * as grpc from "@grpc/grpc-js";
+
+export interface MethodDef<Req, Res> {
+  path: string;
+  requestSerialize: (value: Req) => Buffer;
+  responseDeserialize: (value: Buffer) => Res;
+}
+
+export interface CallOpts {
+  /** Absolute deadline (ms since epoch). */
+  deadline: number;
+  signal?: AbortSignal;
+}
+
+export function unaryCall<Req, Res>(client: grpc.Client, def: MethodDef<Req, Res>, request: Req, opts: CallOpts): Promise<Res> {
+  return new Promise<Res>((resolve, reject) => {
+    if (opts.signal?.aborted) {
+      reject(Object.assign(new Error("call cancelled before it started"), { code: grpc.status.CANCELLED, details: "cancelled" }));
+      return;
+    }
+    const call = client.makeUnaryRequest(
+      def.path,
+      def.requestSerialize,
+      def.responseDeserialize,
+      request,
+      new grpc.Metadata(),
+      { deadline: opts.deadline },
+      (err, value) => {
+        opts.signal?.removeEventListener("abort", cancel);
+        if (err) reject(err);
+        else resolve(value as Res);
+      },
+    );
+    const cancel = () => call.cancel();
+    opts.signal?.addEventListener("abort", cancel, { once: true });
+  });
+}
+
+/** A method definition that moves raw bytes, for transparent pass-through. */
+export function rawMethod(path: string): MethodDef<Buffer, Buffer> {
+  return { path, requestSerialize: (b) => b, responseDeserialize: (b) => b };
+}
+
+export function isServiceError(err: unknown): err is grpc.ServiceError {
+  return typeof err === "object" && err !== null && typeof (err as { code?: unknown }).code === "number" && "details" in err;
+}

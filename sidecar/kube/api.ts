@@ -1,0 +1,115 @@
+// The narrow view of the Kubernetes API the sidecar needs. Only kube/client.ts implements it with
+// @kubernetes/client-node; everything else (and every test double) sees just this.
+
+/** A failed API request: `status` is the HTTP status (0 when the server could not be reached). */
+export class KubeError extends Error {
+  constructor(readonly status: number, readonly reason: string, message: string) {
+    super(message);
+    this.name = "KubeError";
+  }
+}
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  deletionTimestamp?: string;
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+}
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface CSIAddonsNode {
+  apiVersion: "csiaddons.openshift.io/v1alpha1";
+  kind: "CSIAddonsNode";
+  metadata: ObjectMeta;
+  spec: { driver: { name: string; endpoint: string; nodeID: string } };
+  status?: Record<string, unknown>;
+}
+
+export interface PodInfo {
+  metadata: ObjectMeta;
+}
+
+export interface PersistentVolume {
+  metadata: ObjectMeta;
+  spec: {
+    accessModes?: string[];
+    mountOptions?: string[];
+    volumeMode?: string;
+    csi?: {
+      driver: string;
+      volumeHandle: string;
+      fsType?: string;
+      volumeAttributes?: Record<string, string>;
+      nodeStageSecretRef?: { name: string; namespace: string };
+    };
+  };
+}
+
+export interface VolumeAttachment {
+  metadata: ObjectMeta;
+  spec: { attacher: string; nodeName: string; source: { persistentVolumeName?: string } };
+  status?: { attached: boolean; attachmentMetadata?: Record<string, string> };
+}
+
+export interface NodeInfo {
+  metadata: ObjectMeta;
+  status?: { volumesInUse?: string[] };
+}
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+
+export interface WatchOptions {
+  /** Only the object of this name. */
+  name: string;
+  resourceVersion?: string;
+  signal: AbortSignal;
+}
+
+/** Delivers events until the stream ends; resolves then (or rejects with a KubeError). */
+export type Watcher<T> = (opts: WatchOptions, onEvent: (type: WatchEventType, obj: T) => void) => Promise<void>;
+
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups?: string[];
+}
+
+export interface KubeApi {
+  getPod(namespace: string, name: string, signal: AbortSignal): Promise<PodInfo>;
+  getReplicaSet(namespace: string, name: string, signal: AbortSignal): Promise<PodInfo>;
+
+  getCSIAddonsNode(namespace: string, name: string, signal: AbortSignal): Promise<CSIAddonsNode | undefined>;
+  createCSIAddonsNode(obj: CSIAddonsNode, signal: AbortSignal): Promise<CSIAddonsNode>;
+  replaceCSIAddonsNode(obj: CSIAddonsNode, signal: AbortSignal): Promise<CSIAddonsNode>;
+  /** Deletes only the object with this uid (a precondition), so a newer object is never removed. */
+  deleteCSIAddonsNode(namespace: string, name: string, uid: string, signal: AbortSignal): Promise<void>;
+  watchCSIAddonsNode(namespace: string): Watcher<CSIAddonsNode>;
+
+  getPersistentVolume(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined>;
+  getVolumeAttachment(name: string, signal: AbortSignal): Promise<VolumeAttachment | undefined>;
+  getNode(name: string, signal: AbortSignal): Promise<NodeInfo | undefined>;
+  watchNode(): Watcher<NodeInfo>;
+  /** The secret's data, base64-decoded; undefined when it does not exist. */
+  getSecretData(namespace: string, name: string, signal: AbortSignal): Promise<Record<string, string> | undefined>;
+
+  /** undefined when the token is not authenticated for the audience. */
+  reviewToken(token: string, audience: string, signal: AbortSignal): Promise<UserInfo | undefined>;
+  reviewAccess(
+    user: UserInfo,
+    attrs: { namespace: string; verb: string; group: string; resource: string },
+    signal: AbortSignal,
+  ): Promise<boolean>;
+}

@@ -1,0 +1,129 @@
+// sidecar.v1.VolumeHealer: DESIGN 4.4 steps 1-7. The caller names a PV; everything the driver sees
+// is derived from the Kubernetes API, so no caller can point the driver at an arbitrary volume.
+import { deadlineExceeded, invalidArgument, unavailable, unimplemented } from "../errors.js";
+import type { DriverConnection, DriverInfo } from "../driver/connection.js";
+import {
+  NodeHealVolumeResponse_Result as Result,
+  VolumeHealerNodeService,
+  VolumeHealth_State as State,
+  type VolumeHealth,
+} from "../../proto/gen/healer/v1/healer.js";
+import {
+  HealVolumeRequest_Mode as Mode,
+  type GetVolumeHealthRequest,
+  type GetVolumeHealthResponse,
+  type HealVolumeRequest,
+  type HealVolumeResponse,
+} from "../../proto/gen/sidecar/v1/healer.js";
+import type { CallContext } from "../server/context.js";
+import { Limiter } from "./limiter.js";
+import { isDnsSubdomain } from "./names.js";
+import { fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
+import { SingleFlight } from "./single-flight.js";
+
+export interface HealerServiceDeps {
+  driver: DriverConnection;
+  resolver: ResolverDeps;
+  limiter: Limiter;
+}
+
+export interface HealerService {
+  getVolumeHealth(req: GetVolumeHealthRequest, ctx: CallContext): Promise<GetVolumeHealthResponse>;
+  healVolume(req: HealVolumeRequest, ctx: CallContext): Promise<HealVolumeResponse>;
+}
+
+export function createHealerService(deps: HealerServiceDeps): HealerService {
+  const flights = new SingleFlight<GetVolumeHealthResponse | HealVolumeResponse>();
+
+  /** Steps 1-2, then a shared execution per (method, pv, mode) bounded by the caller's deadline. */
+  async function serve<T extends GetVolumeHealthResponse | HealVolumeResponse>(
+    ctx: CallContext,
+    pvName: string,
+    key: string,
+    need: "getVolumeHealth" | "healVolume",
+    work: (driver: DriverInfo, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    if (!isDnsSubdomain(pvName)) {
+      const shown = pvName.length > 64 ? `${JSON.stringify(pvName.slice(0, 64))}...` : JSON.stringify(pvName);
+      throw invalidArgument(`pv_name ${shown} is not a valid PersistentVolume name (DNS-1123 subdomain)`);
+    }
+    ctx.fields["pv"] = pvName;
+    const driver = deps.driver.driver;
+    if (!deps.driver.ready || !driver) throw unavailable(`driver is not connected or not ready`);
+    if (!driver[need]) {
+      const cap = need === "getVolumeHealth" ? "GET_VOLUME_HEALTH" : "HEAL_VOLUME";
+      throw unimplemented(`driver ${driver.name} does not offer the VolumeHealer ${cap} capability`);
+    }
+    const deadline = ctx.deadline;
+    try {
+      return (await flights.do(key, ctx.signal, (shared) => {
+        const signal = Number.isFinite(deadline)
+          ? AbortSignal.any([shared, AbortSignal.timeout(Math.max(0, deadline - Date.now()))])
+          : shared;
+        return work(driver, signal);
+      })) as T;
+    } catch (err) {
+      if (Date.now() >= deadline) throw deadlineExceeded(`deadline exceeded while serving PersistentVolume ${pvName}`);
+      throw err;
+    }
+  }
+
+  function callDriver<Req, Res>(
+    def: { path: string; requestSerialize: (r: Req) => Buffer; responseDeserialize: (b: Buffer) => Res },
+    req: Req,
+    deadline: number,
+    signal: AbortSignal,
+  ): Promise<Res> {
+    return deps.limiter.run(() => deps.driver.call(def, req, deadline, signal), signal);
+  }
+
+  function health(vol: ResolvedVolume, deadline: number, signal: AbortSignal): Promise<VolumeHealth | undefined> {
+    return callDriver(
+      VolumeHealerNodeService.nodeGetVolumeHealth,
+      { volumeId: vol.volumeId, stagingTargetPath: vol.stagingTargetPath, volumePath: "", volumeContext: vol.volumeContext },
+      deadline,
+      signal,
+    ).then((r) => r.health);
+  }
+
+  return {
+    getVolumeHealth(req, ctx) {
+      return serve(ctx, req.pvName, `health|${req.pvName}`, "getVolumeHealth", async (driver, signal) => {
+        const vol = await resolveVolume(deps.resolver, req.pvName, driver.name, signal);
+        ctx.fields["volume_id"] = vol.volumeId;
+        return { health: await health(vol, ctx.deadline, signal), volumeId: vol.volumeId };
+      });
+    },
+
+    healVolume(req, ctx) {
+      const mode = req.mode === Mode.IF_ABNORMAL ? Mode.IF_ABNORMAL : Mode.ALWAYS;
+      return serve(ctx, req.pvName, `heal|${req.pvName}|${mode}`, "healVolume", async (driver, signal) => {
+        const vol = await resolveVolume(deps.resolver, req.pvName, driver.name, signal);
+        ctx.fields["volume_id"] = vol.volumeId;
+        if (mode === Mode.IF_ABNORMAL) {
+          if (!driver.getVolumeHealth) throw unimplemented(`driver ${driver.name} cannot check health, so IF_ABNORMAL is not possible; use ALWAYS`);
+          const h = await health(vol, ctx.deadline, signal);
+          if (h?.state !== State.ABNORMAL) {
+            return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: vol.volumeId };
+          }
+        }
+        const secrets = await fetchStageSecrets(deps.resolver, vol, signal);
+        const res = await callDriver(
+          VolumeHealerNodeService.nodeHealVolume,
+          {
+            volumeId: vol.volumeId,
+            stagingTargetPath: vol.stagingTargetPath,
+            volumePath: "",
+            volumeCapability: vol.capability,
+            secrets,
+            volumeContext: vol.volumeContext,
+            publishContext: vol.publishContext,
+          },
+          ctx.deadline,
+          signal,
+        );
+        return { result: res.result, health: res.health, message: res.message, volumeId: vol.volumeId };
+      });
+    },
+  };
+}

@@ -1,0 +1,57 @@
+// At most `max` driver calls at once, a bounded FIFO of waiters beyond that, and a clear
+// RESOURCE_EXHAUSTED past it. A waiter that gives up (cancel, deadline) leaves the queue at once.
+import { DomainError, resourceExhausted } from "../errors.js";
+
+export class Limiter {
+  private active = 0;
+  private readonly waiters: { grant: () => void; fail: (e: unknown) => void }[] = [];
+
+  constructor(private readonly max: number, private readonly maxQueue: number) {}
+
+  get inflight(): number {
+    return this.active;
+  }
+
+  async run<T>(fn: () => Promise<T>, signal: AbortSignal): Promise<T> {
+    await this.acquire(signal);
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private acquire(signal: AbortSignal): Promise<void> {
+    if (this.active < this.max) {
+      this.active++;
+      return Promise.resolve();
+    }
+    if (this.waiters.length >= this.maxQueue) {
+      return Promise.reject(
+        resourceExhausted(`too many driver calls: ${this.max} in flight and ${this.maxQueue} waiting; retry later`),
+      );
+    }
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        grant: () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        fail: reject,
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", "call cancelled while waiting for a driver slot"));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  private release(): void {
+    const next = this.waiters.shift();
+    if (next) next.grant();
+    else this.active--;
+  }
+}

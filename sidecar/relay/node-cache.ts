@@ -1,0 +1,50 @@
+// This node's Node object, kept current by a watch by name, so "is this volume in use here?"
+// costs no API request per heal.
+import type { KubeApi, NodeInfo } from "../kube/api.js";
+import type { Logger } from "../log/logger.js";
+import { Backoff, delay } from "../util/delay.js";
+
+export class NodeCache {
+  private node: NodeInfo | undefined;
+  private synced = false;
+  private readonly stop = new AbortController();
+
+  constructor(private readonly kube: KubeApi, private readonly nodeName: string, private readonly logger: Logger) {}
+
+  start(): void {
+    void this.loop();
+  }
+
+  close(): void {
+    this.stop.abort();
+  }
+
+  /** The cached Node; falls back to one direct read while the watch has not synced yet. */
+  async get(signal: AbortSignal): Promise<NodeInfo | undefined> {
+    if (this.synced) return this.node;
+    return this.kube.getNode(this.nodeName, signal);
+  }
+
+  private async loop(): Promise<void> {
+    const backoff = new Backoff(200, 10_000);
+    while (!this.stop.signal.aborted) {
+      try {
+        const signal = AbortSignal.any([this.stop.signal, AbortSignal.timeout(10_000)]);
+        this.node = await this.kube.getNode(this.nodeName, signal);
+        this.synced = true;
+        await this.kube.watchNode()(
+          { name: this.nodeName, resourceVersion: this.node?.metadata.resourceVersion, signal: this.stop.signal },
+          (type, obj) => {
+            backoff.reset();
+            if (type === "BOOKMARK") return;
+            this.node = type === "DELETED" ? undefined : obj;
+          },
+        );
+      } catch (err) {
+        this.synced = false;
+        this.logger.debug("Node watch ended; restarting", { node: this.nodeName, reason: err instanceof Error ? err.message : String(err) });
+        await delay(backoff.take(), this.stop.signal);
+      }
+    }
+  }
+}

@@ -1,0 +1,78 @@
+// Steps 3-6 of DESIGN 4.4: from a PV name to everything the driver needs, with precise errors.
+import { failedPrecondition, notFound } from "../errors.js";
+import type { KubeApi, PersistentVolume } from "../kube/api.js";
+import type { VolumeCapability } from "../../proto/gen/csi/v1/csi.js";
+import { isBlock, volumeCapability } from "./capability.js";
+import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
+import type { NodeCache } from "./node-cache.js";
+import type { SecretCache } from "./secret-cache.js";
+
+export interface ResolvedVolume {
+  pvName: string;
+  volumeId: string;
+  stagingTargetPath: string;
+  volumeContext: Record<string, string>;
+  publishContext: Record<string, string>;
+  capability: VolumeCapability;
+  /** nodeStageSecretRef; read only when a heal needs it (fetchStageSecrets). */
+  secretRef: { namespace: string; name: string } | undefined;
+}
+
+export interface ResolverDeps {
+  kube: KubeApi;
+  nodes: NodeCache;
+  secrets: SecretCache;
+  nodeName: string;
+  stagingRoot: string;
+}
+
+export async function resolveVolume(
+  deps: ResolverDeps,
+  pvName: string,
+  driverName: string,
+  signal: AbortSignal,
+): Promise<ResolvedVolume> {
+  const pv = await deps.kube.getPersistentVolume(pvName, signal);
+  if (!pv) throw notFound(`PersistentVolume ${pvName} not found`);
+  if (pv.metadata.deletionTimestamp) throw failedPrecondition(`PersistentVolume ${pvName} is being deleted`);
+  const csi = pv.spec.csi;
+  if (!csi) throw failedPrecondition(`PersistentVolume ${pvName} is not a CSI volume`);
+  if (csi.driver !== driverName) {
+    throw failedPrecondition(`PersistentVolume ${pvName} belongs to driver ${csi.driver}, not ${driverName}`);
+  }
+  const publishContext = await onThisNode(deps, pv, driverName, signal);
+  const ref = csi.nodeStageSecretRef;
+  return {
+    pvName,
+    volumeId: csi.volumeHandle,
+    stagingTargetPath: stagingPath(deps.stagingRoot, pvName, driverName, csi.volumeHandle, isBlock(pv)),
+    volumeContext: csi.volumeAttributes ?? {},
+    publishContext,
+    capability: volumeCapability(pv),
+    secretRef: ref?.name ? { namespace: ref.namespace, name: ref.name } : undefined,
+  };
+}
+
+/** The stage secret's data; FAILED_PRECONDITION naming the secret (never its contents) when missing. */
+export async function fetchStageSecrets(deps: ResolverDeps, vol: ResolvedVolume, signal: AbortSignal): Promise<Record<string, string>> {
+  const ref = vol.secretRef;
+  if (!ref) return {};
+  const data = await deps.secrets.get(ref.namespace, ref.name, signal);
+  if (!data) throw failedPrecondition(`stage secret ${ref.namespace}/${ref.name} of PersistentVolume ${vol.pvName} not found`);
+  return data;
+}
+
+/** The publish context when the volume is attached to this node; throws when it is not here. */
+async function onThisNode(deps: ResolverDeps, pv: PersistentVolume, driverName: string, signal: AbortSignal): Promise<Record<string, string>> {
+  const handle = pv.spec.csi!.volumeHandle;
+  const vaName = volumeAttachmentName(handle, driverName, deps.nodeName);
+  const va = await deps.kube.getVolumeAttachment(vaName, signal);
+  if (va?.status?.attached) return va.status.attachmentMetadata ?? {};
+  // Drivers without an attach step have no VolumeAttachment; the kubelet lists the volume instead.
+  const node = await deps.nodes.get(signal);
+  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return {};
+  throw failedPrecondition(
+    `volume ${handle} of PersistentVolume ${pv.metadata.name} is not in use on node ${deps.nodeName}` +
+      (va ? ` (VolumeAttachment ${vaName} is not attached)` : ""),
+  );
+}

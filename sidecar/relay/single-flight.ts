@@ -1,0 +1,68 @@
+// Identical concurrent requests share one execution. Each caller keeps its own cancellation and
+// deadline; the shared work is cancelled only when every caller has gone.
+import { DomainError } from "../errors.js";
+
+interface Flight<T> {
+  promise: Promise<T>;
+  abort: AbortController;
+  waiters: number;
+}
+
+export class SingleFlight<T> {
+  private readonly flights = new Map<string, Flight<T>>();
+
+  get size(): number {
+    return this.flights.size;
+  }
+
+  do(key: string, signal: AbortSignal, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    let flight = this.flights.get(key);
+    if (!flight) {
+      const abort = new AbortController();
+      const f: Flight<T> = { abort, waiters: 0, promise: undefined as never };
+      f.promise = fn(abort.signal).finally(() => {
+        if (this.flights.get(key) === f) this.flights.delete(key);
+      });
+      // The shared promise may settle after every caller left; nobody awaits it then.
+      f.promise.catch(() => {});
+      this.flights.set(key, f);
+      flight = f;
+    }
+    const f = flight;
+    f.waiters++;
+    return new Promise<T>((resolve, reject) => {
+      let left = false;
+      const leave = () => {
+        if (left) return;
+        left = true;
+        signal.removeEventListener("abort", onAbort);
+        if (--f.waiters === 0) {
+          f.abort.abort(signal.reason);
+          if (this.flights.get(key) === f) this.flights.delete(key);
+        }
+      };
+      const onAbort = () => {
+        leave();
+        reject(signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", "call cancelled"));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      f.promise.then(
+        (v) => {
+          if (left) return;
+          left = true;
+          signal.removeEventListener("abort", onAbort);
+          f.waiters--;
+          resolve(v);
+        },
+        (e: unknown) => {
+          if (left) return;
+          left = true;
+          signal.removeEventListener("abort", onAbort);
+          f.waiters--;
+          reject(e);
+        },
+      );
+    });
+  }
+}

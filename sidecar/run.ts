@@ -1,0 +1,124 @@
+// Wires the parts together and owns their lifecycle; the entry point (main.ts) only adds process
+// concerns (signals, exit codes).
+import type { Server as HttpServer } from "node:http";
+import type * as grpc from "@grpc/grpc-js";
+import { authMiddleware } from "./auth/authenticator.js";
+import type { Config } from "./config/config.js";
+import { DriverConnection } from "./driver/connection.js";
+import { metricsInterceptor } from "./driver/metrics-interceptor.js";
+import { Readiness } from "./health/readiness.js";
+import type { KubeApi } from "./kube/api.js";
+import type { Logger } from "./log/logger.js";
+import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { CSIAddonsNodeManager } from "./node/manager.js";
+import { podEndpoint } from "./node/name.js";
+import { createHealerService } from "./relay/healer-service.js";
+import { Limiter } from "./relay/limiter.js";
+import { NodeCache } from "./relay/node-cache.js";
+import { SecretCache } from "./relay/secret-cache.js";
+import { serverCredentials } from "./server/credentials.js";
+import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
+import { startHttpServer } from "./server/http.js";
+import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
+import type { Middleware } from "./server/context.js";
+
+export interface Sidecar {
+  readonly port: number;
+  readonly httpPort: number | undefined;
+  readonly metrics: Metrics;
+  /** NOT_SERVING → stop accepting → drain in-flight calls (up to the grace period) → close. */
+  shutdown(): Promise<void>;
+}
+
+export async function startSidecar(config: Config, logger: Logger, kube: KubeApi): Promise<Sidecar> {
+  const metrics = createMetrics();
+  const readiness = new Readiness(logger);
+  let driverName = "unknown";
+  const driver = new DriverConnection({
+    socketPath: config.csiAddonsSocket,
+    callTimeoutMs: Math.min(config.timeoutMs, 30_000),
+    logger,
+    interceptors: [metricsInterceptor(metrics, () => driverName)],
+  });
+
+  const nodes = new NodeCache(kube, config.nodeId, logger);
+  const healer = createHealerService({
+    driver,
+    limiter: new Limiter(config.maxInflight, config.maxQueue),
+    resolver: { kube, nodes, secrets: new SecretCache(kube, config.secretCacheTtlMs), nodeName: config.nodeId, stagingRoot: config.stagingPath },
+  });
+  const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
+  if (config.enableAuth) {
+    middlewares.push(
+      authMiddleware({ kube, audience: config.authAudience, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
+    );
+  } else {
+    logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
+  }
+  const server = buildGrpcServer({ healer, driver, readiness, middlewares, logger });
+  const creds = await serverCredentials({
+    enableTls: config.enableAuth,
+    certFile: config.tlsCertFile,
+    keyFile: config.tlsKeyFile,
+    commonName: `${config.pod}.${config.namespace}`,
+  });
+  const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
+  const port = await bindServer(server, `${host}:${config.controllerPort}`, creds);
+  let http: HttpServer | undefined;
+  if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
+
+  const manager = new CSIAddonsNodeManager({
+    kube,
+    logger,
+    namespace: config.namespace,
+    pod: config.pod,
+    podUid: config.podUid,
+    nodeId: config.nodeId,
+    endpoint: podEndpoint(config.pod, config.namespace, port),
+  });
+  manager.on("change", (inPlace) => readiness.update({ node: inPlace }));
+  driver.on("ready", ({ info, restarted }) => {
+    driverName = info.name;
+    if (restarted) {
+      // A restarted driver has lost its user-space mounts: tell the controller to heal.
+      logger.warn("driver restarted; recording it on the CSIAddonsNode", { driver: info.name });
+      manager.recordDriverRestart(new Date());
+    }
+    manager.setDriver(info.name);
+    readiness.update({ driver: true });
+  });
+  driver.on("down", () => readiness.update({ driver: false }));
+  nodes.start();
+  driver.start();
+  logger.info("sidecar started", { controllerPort: port, httpEndpoint: config.httpEndpoint, driverSocket: config.csiAddonsSocket, tls: config.enableAuth });
+
+  return {
+    port,
+    httpPort: http ? (http.address() as { port: number }).port : undefined,
+    metrics,
+    async shutdown() {
+      readiness.update({ shuttingDown: true });
+      await drain(server, config.shutdownGraceMs, logger);
+      await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
+      http?.closeAllConnections();
+      manager.close();
+      nodes.close();
+      driver.close();
+      logger.info("sidecar stopped");
+    },
+  };
+}
+
+function drain(server: grpc.Server, graceMs: number, logger: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      logger.warn("grace period over; cancelling the calls still in flight", { graceMs });
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,72 @@
+// The controller-facing gRPC server: VolumeHealer and the identity pass-through behind the
+// middleware chain; health and reflection stay open (kubelet and operators probe them).
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { ReflectionService } from "@grpc/reflection";
+import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
+import type { DriverConnection } from "../driver/connection.js";
+import type { Readiness } from "../health/readiness.js";
+import type { Logger } from "../log/logger.js";
+import type { HealerService } from "../relay/healer-service.js";
+import type { Middleware } from "./context.js";
+import { identityProxyDefinition, identityProxyHandlers } from "./identity-proxy.js";
+import { unaryHandler } from "./unary-handler.js";
+
+export interface GrpcServerDeps {
+  healer: HealerService;
+  driver: DriverConnection;
+  readiness: Readiness;
+  middlewares: Middleware[];
+  logger: Logger;
+}
+
+/** Requests are tiny (a PV name); anything large is hostile. */
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
+  const server = new grpc.Server({
+    "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+    "grpc.max_metadata_size": 16 * 1024,
+  });
+  const { middlewares, logger } = deps;
+  server.addService(VolumeHealerService, {
+    getVolumeHealth: unaryHandler(VolumeHealerService.getVolumeHealth.path, deps.healer.getVolumeHealth, middlewares, logger),
+    healVolume: unaryHandler(VolumeHealerService.healVolume.path, deps.healer.healVolume, middlewares, logger),
+  });
+  const identity = identityProxyDefinition();
+  const identityHandlers = identityProxyHandlers(deps.driver);
+  server.addService(
+    identity,
+    Object.fromEntries(Object.entries(identity).map(([name, def]) => [name, unaryHandler(def.path, identityHandlers[name]!, middlewares, logger)])),
+  );
+  deps.readiness.health.addToServer(server);
+  new ReflectionService(loadDescriptors()).addToServer(server);
+  return server;
+}
+
+export function bindServer(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
+  return new Promise((resolve, reject) =>
+    server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port))),
+  );
+}
+
+function loadDescriptors(): protoLoader.PackageDefinition {
+  const root = protoRoot();
+  return protoLoader.loadSync(["sidecar/v1/healer.proto", "identity/identity.proto"], {
+    includeDirs: [root],
+    keepCase: true,
+  });
+}
+
+/** proto/ ships beside sidecar/ both in the repository and in the image (dist/ is one level deeper). */
+function protoRoot(): string {
+  let dir = dirname(new URL(import.meta.url).pathname);
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, "proto");
+    if (existsSync(join(candidate, "sidecar/v1/healer.proto"))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error("cannot find the proto/ folder for gRPC reflection");
+}
