@@ -136,7 +136,6 @@ describe("RBAC", () => {
     const table = (list: Rule[]) => list.map((r) => `${r.apiGroups.join(",") || "core"}/${r.resources.join(",")}: ${r.verbs.join(",")}`).sort();
     assert.deepEqual(table(rules.namespaced), [
       "apps/replicasets: get",
-      "core/events: create",
       "core/pods: get",
       "csiaddons.openshift.io/csiaddonsnodes: get,list,watch,create,update,delete",
     ]);
