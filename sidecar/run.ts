@@ -90,11 +90,12 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   driver.on("down", () => readiness.update({ driver: false }));
   nodes.start();
   driver.start();
-  logger.info("sidecar started", { controllerPort: port, httpEndpoint: config.httpEndpoint, driverSocket: config.csiAddonsSocket, tls: config.enableAuth });
+  const httpPort = http ? (http.address() as { port: number }).port : undefined;
+  logger.info("sidecar started", { controllerPort: port, httpPort, driverSocket: config.csiAddonsSocket, tls: config.enableAuth });
 
   return {
     port,
-    httpPort: http ? (http.address() as { port: number }).port : undefined,
+    httpPort,
     metrics,
     async shutdown() {
       readiness.update({ shuttingDown: true });

@@ -1,0 +1,95 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ConfigError, parseConfig, type Config } from "../../sidecar/config/config.js";
+import { parseDuration } from "../../sidecar/config/duration.js";
+import { startTs } from "../support/proc.js";
+
+const base = ["--node-id=n1", "--pod=p", "--namespace=ns", "--enable-auth=false"];
+
+function cfg(argv: string[], env: NodeJS.ProcessEnv = {}): Config {
+  const r = parseConfig(argv, env);
+  assert.equal(r.kind, "config");
+  return (r as { config: Config }).config;
+}
+
+function rejects(argv: string[], flag: string, env: NodeJS.ProcessEnv = {}): ConfigError {
+  try {
+    parseConfig(argv, env);
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, String(err));
+    assert.equal(err.flag, flag);
+    assert.match(err.message, new RegExp(`--${flag}`));
+    return err;
+  }
+  assert.fail(`expected --${flag} to be rejected`);
+}
+
+test("defaults of DESIGN 4.1", () => {
+  const c = cfg(base);
+  assert.equal(c.csiAddonsAddress, "unix:///run/csi-addons/socket");
+  assert.equal(c.csiAddonsSocket, "/run/csi-addons/socket");
+  assert.equal(c.controllerPort, 9070);
+  assert.equal(c.stagingPath, "/var/lib/kubelet/plugins/kubernetes.io/csi/");
+  assert.equal(c.timeoutMs, 180_000);
+  assert.equal(c.httpEndpoint, undefined);
+  assert.equal(c.logFormat, "json");
+  assert.deepEqual(c.authz, { verb: "update", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+});
+
+test("Go flag syntax: --x=v, --x v, -x v, bare booleans; flags win over env", () => {
+  const c = cfg(["--node-id", "n2", "-pod", "p", "--namespace=ns", "--enable-auth=false", "--timeout=1m30s", "--http-endpoint", ":9808"], {
+    NODE_ID: "from-env",
+    CSI_ADDONS_ENDPOINT: "unix:///env.sock",
+  });
+  assert.equal(c.nodeId, "n2");
+  assert.equal(c.csiAddonsSocket, "/env.sock");
+  assert.equal(c.timeoutMs, 90_000);
+  assert.deepEqual(c.httpEndpoint, { host: "0.0.0.0", port: 9808 });
+  assert.equal(cfg([...base, "--enable-auth=false"]).enableAuth, false);
+});
+
+test("environment variables fill unset flags", () => {
+  const c = cfg([], { NODE_ID: "n", POD_NAME: "p", POD_NAMESPACE: "ns", POD_UID: "u", ENABLE_AUTH: "false", MAX_INFLIGHT: "4" });
+  assert.equal(c.podUid, "u");
+  assert.equal(c.maxInflight, 4);
+  assert.equal(c.maxQueue, 16);
+});
+
+test("invalid configuration names the flag", () => {
+  rejects(["--pod=p", "--namespace=ns", "--enable-auth=false"], "node-id");
+  rejects([...base, "--controller-port=99999"], "controller-port");
+  rejects([...base, "--timeout=soon"], "timeout");
+  rejects([...base, "--csi-addons-address=tcp://1.2.3.4:5"], "csi-addons-address");
+  rejects([...base, "--log-format=xml"], "log-format");
+  rejects([...base, "--bogus=1"], "bogus");
+  rejects([...base, "--enable-auth=maybe"], "enable-auth");
+  rejects(["--node-id=n1", "--pod=p", "--namespace=ns"], "auth-audience");
+  rejects([...base, "--tls-cert-file=/x"], "tls-key-file");
+  rejects([...base, "--kubeconfig"], "kubeconfig");
+});
+
+test("Go durations", () => {
+  assert.equal(parseDuration("3m"), 180_000);
+  assert.equal(parseDuration("250ms"), 250);
+  assert.equal(parseDuration("1h2m3s"), 3_723_000);
+  assert.equal(parseDuration("3"), undefined);
+  assert.equal(parseDuration("3m "), undefined);
+});
+
+test("the process exits 2 with one stderr line naming the flag, before anything starts", async () => {
+  const p = startTs("sidecar/main.ts", ["--pod=p", "--namespace=ns", "--controller-port=abc", "--node-id=n"]);
+  assert.equal(await p.exited, 2);
+  const lines = p.stderr().trim().split("\n");
+  assert.equal(lines.length, 1, p.stderr());
+  assert.match(lines[0]!, /--controller-port/);
+  assert.equal(p.stdout(), "");
+});
+
+test("--version and --help exit 0", async () => {
+  const v = startTs("sidecar/main.ts", ["--version"]);
+  assert.equal(await v.exited, 0);
+  assert.match(v.stdout(), /^csi-addons-sidecar \d+\.\d+\.\d+/);
+  const h = startTs("sidecar/main.ts", ["--help"]);
+  assert.equal(await h.exited, 0);
+  assert.match(h.stdout(), /--csi-addons-address/);
+});

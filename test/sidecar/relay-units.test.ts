@@ -1,0 +1,109 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { isDnsSubdomain, stagingPath, volumeAttachmentName, volumeInUseName } from "../../sidecar/relay/names.js";
+import { volumeCapability } from "../../sidecar/relay/capability.js";
+import { Limiter } from "../../sidecar/relay/limiter.js";
+import { SingleFlight } from "../../sidecar/relay/single-flight.js";
+import { csiAddonsNodeName } from "../../sidecar/node/name.js";
+import { DomainError } from "../../sidecar/errors.js";
+import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
+import type { PersistentVolume } from "../../sidecar/kube/api.js";
+
+const hex = (s: string) => createHash("sha256").update(s).digest("hex");
+
+test("PV names: DNS-1123 subdomains only", () => {
+  for (const ok of ["pv-1", "pvc-0a1b.x", "a"]) assert.ok(isDnsSubdomain(ok), ok);
+  for (const bad of ["", "PV", "-a", "a-", "../etc", "a/b", "a".repeat(254), "é", "a..b"]) assert.ok(!isDnsSubdomain(bad), bad);
+});
+
+test("VolumeAttachment name, staging paths and volumesInUse as the kubelet computes them", () => {
+  assert.equal(volumeAttachmentName("vol-1", "d.example.com", "node-1"), `csi-${hex("vol-1d.example.comnode-1")}`);
+  assert.equal(stagingPath("/var/lib/kubelet/plugins/kubernetes.io/csi/", "pv-1", "d", "vol-1", false), `/var/lib/kubelet/plugins/kubernetes.io/csi/d/${hex("vol-1")}/globalmount`);
+  assert.equal(stagingPath("/k/csi", "pv-1", "d", "vol-1", true), "/k/csi/volumeDevices/staging/pv-1");
+  assert.equal(volumeInUseName("d", "vol-1"), "kubernetes.io/csi/d^vol-1");
+});
+
+test("VolumeCapability from the PV", () => {
+  const pv = (spec: Partial<PersistentVolume["spec"]>): PersistentVolume => ({ metadata: {}, spec: { csi: { driver: "d", volumeHandle: "h", fsType: "xfs" }, ...spec } });
+  assert.deepEqual(volumeCapability(pv({ accessModes: ["ReadWriteOnce"], mountOptions: ["noatime"] })), {
+    accessType: { $case: "mount", mount: { fsType: "xfs", mountFlags: ["noatime"], volumeMountGroup: "" } },
+    accessMode: { mode: Mode.SINGLE_NODE_MULTI_WRITER },
+  });
+  assert.deepEqual(volumeCapability(pv({ volumeMode: "Block", accessModes: ["ReadWriteMany"] })), {
+    accessType: { $case: "block", block: {} },
+    accessMode: { mode: Mode.MULTI_NODE_MULTI_WRITER },
+  });
+  assert.equal(volumeCapability(pv({ accessModes: ["ReadWriteOncePod"] })).accessMode?.mode, Mode.SINGLE_NODE_SINGLE_WRITER);
+  assert.equal(volumeCapability(pv({ accessModes: ["ReadOnlyMany"] })).accessMode?.mode, Mode.MULTI_NODE_READER_ONLY);
+});
+
+test("CSIAddonsNode name, hashed past 253 characters", () => {
+  assert.equal(csiAddonsNodeName("node-1", "csi", "DaemonSet", "plugin"), "node-1-csi-daemonset-plugin");
+  const long = csiAddonsNodeName("n".repeat(200), "csi", "DaemonSet", "p".repeat(100));
+  assert.equal(long.length, 251);
+  assert.equal(long.slice(0, 234), `${"n".repeat(200)}-csi-daemonset-${"p".repeat(100)}`.slice(0, 234));
+  assert.equal(long.slice(235), hex("n".repeat(200) + "csi" + "DaemonSet" + "p".repeat(100)).slice(0, 16));
+});
+
+test("Limiter: at most max at once, bounded queue, RESOURCE_EXHAUSTED beyond, cancelled waiters leave", async () => {
+  const l = new Limiter(2, 1);
+  const gates: (() => void)[] = [];
+  const job = () => new Promise<void>((r) => gates.push(r));
+  const never = new AbortController().signal;
+  const a = l.run(job, never);
+  const b = l.run(job, never);
+  const c = l.run(job, never);
+  await assert.rejects(l.run(job, never), (e: DomainError) => e.kind === "ResourceExhausted");
+  assert.equal(l.inflight, 2);
+  assert.equal(gates.length, 2);
+  gates[0]!();
+  await a;
+  await new Promise((r) => setImmediate(r));
+  assert.equal(gates.length, 3, "the queued job runs when a slot frees");
+  gates[1]!();
+  gates[2]!();
+  await Promise.all([b, c]);
+  // a waiter that gives up is removed from the queue
+  const hold1 = l.run(job, never);
+  const hold2 = l.run(job, never);
+  const ac = new AbortController();
+  const waiting = l.run(job, ac.signal);
+  ac.abort();
+  await assert.rejects(waiting, (e: DomainError) => e.kind === "Cancelled");
+  const next = l.run(job, never); // the queue slot is free again
+  gates[3]!();
+  gates[4]!();
+  await Promise.all([hold1, hold2]);
+  await new Promise((r) => setImmediate(r));
+  gates[5]!();
+  await next;
+});
+
+test("SingleFlight: identical concurrent calls share one execution; the shared work is cancelled only when all callers left", async () => {
+  const sf = new SingleFlight<number>();
+  let runs = 0;
+  let release!: (v: number) => void;
+  let sharedSignal!: AbortSignal;
+  const fn = (signal: AbortSignal) => {
+    runs++;
+    sharedSignal = signal;
+    return new Promise<number>((r) => (release = r));
+  };
+  const c1 = new AbortController();
+  const c2 = new AbortController();
+  const p1 = sf.do("k", c1.signal, fn);
+  const p2 = sf.do("k", c2.signal, fn);
+  assert.equal(runs, 1);
+  c1.abort();
+  await assert.rejects(p1, (e: DomainError) => e.kind === "Cancelled");
+  assert.equal(sharedSignal.aborted, false, "one caller left, the other still waits");
+  release(7);
+  assert.equal(await p2, 7);
+  assert.equal(sf.size, 0);
+  const c3 = new AbortController();
+  const p3 = sf.do("k", c3.signal, fn);
+  c3.abort();
+  await assert.rejects(p3);
+  assert.equal(sharedSignal.aborted, true, "the last caller leaving cancels the work");
+});
