@@ -303,6 +303,25 @@ describe("example DaemonSet", () => {
     assert.ok(!driver.volumeMounts?.some((v) => v.name === m.name), "the driver must not get the sidecar's token");
   });
 
+  test("deploy/README.md uses the names the manifests use", () => {
+    const readme = readFileSync(join(deployDir, "README.md"), "utf8");
+    const driverArgs = driver.args ?? [];
+    const tlsSecret = pod.volumes.find((v) => v.secret?.optional)?.secret?.secretName;
+    for (const name of [
+      ds.metadata.name,
+      kustomization.namespace,
+      sidecarServiceAccount,
+      tlsSecret!,
+      flags.get("auth-audience")!,
+      driverArgs[driverArgs.indexOf("--name") + 1],
+      flags.get("csi-addons-address")!,
+      `app.kubernetes.io/name=${ds.spec.template.metadata.labels["app.kubernetes.io/name"]}`,
+      ...kustomization.resources,
+    ]) {
+      assert.ok(readme.includes(name), `README does not mention ${name}`);
+    }
+  });
+
   test("both containers use the image the kustomization names once", () => {
     const [image] = kustomization.images ?? [];
     assert.ok(image?.newName && image.newTag, "kustomization.yaml sets no image");
@@ -384,6 +403,7 @@ interface Container {
 interface DaemonSetDoc extends K8sObject {
   spec: {
     template: {
+      metadata: { labels: Record<string, string> };
       spec: {
         serviceAccountName?: string;
         automountServiceAccountToken?: boolean;
