@@ -56,14 +56,15 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
   }
   const server = buildGrpcServer({ healer, driver, readiness, middlewares, logger });
-  const creds = await serverCredentials({
+  const tls = await serverCredentials({
     enableTls: config.enableAuth,
     certFile: config.tlsCertFile,
     keyFile: config.tlsKeyFile,
     commonName: `${config.pod}.${config.namespace}`,
+    logger,
   });
   const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
-  const port = await bindServer(server, `${host}:${config.controllerPort}`, creds);
+  const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);
   let http: HttpServer | undefined;
   if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
 
@@ -104,6 +105,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       http?.closeAllConnections();
       manager.close();
       nodes.close();
+      tls.close();
       driver.close();
       logger.info("sidecar stopped");
     },

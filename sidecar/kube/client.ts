@@ -8,23 +8,22 @@ const VERSION = "v1alpha1";
 const PLURAL = "csiaddonsnodes";
 
 /**
- * Per-request options that tie the HTTP request to the caller's AbortSignal. The Promise API wraps
- * these as promise middleware at run time (wrapOptions), although its typings name the Observable form.
+ * Per-request options that tie the HTTP request to the caller's AbortSignal. The object-parameter
+ * API hands these straight to the Observable API, so the middleware returns Observables.
  */
 function withSignal(signal: AbortSignal): k8s.ConfigurationOptions {
-  const options = {
+  return {
     middleware: [
       {
-        pre: async (ctx: k8s.RequestContext) => {
+        pre: (ctx: k8s.RequestContext) => {
           ctx.setSignal(signal as never);
-          return ctx;
+          return new k8s.Observable(Promise.resolve(ctx));
         },
-        post: async (rsp: k8s.ResponseContext) => rsp,
+        post: (rsp: k8s.ResponseContext) => new k8s.Observable(Promise.resolve(rsp)),
       },
     ],
-    middlewareMergeStrategy: "append" as const,
+    middlewareMergeStrategy: "append",
   };
-  return options as unknown as k8s.ConfigurationOptions;
 }
 
 function toKubeError(err: unknown): KubeError {

@@ -1,0 +1,115 @@
+// Kubernetes objects for sidecar tests and the demo: a node-plugin pod owned by a DaemonSet,
+// its Node, PVs (filesystem and block), VolumeAttachments and stage secrets.
+import { createHash } from "node:crypto";
+
+export const NAMESPACE = "csi";
+export const NODE = "node-1";
+export const POD = "csi-plugin-abcde";
+export const DAEMONSET = "csi-plugin";
+export const DAEMONSET_UID = "5f0c7c1e-1111-4a4a-9d9d-000000000001";
+export const POD_UID = "5f0c7c1e-2222-4a4a-9d9d-000000000002";
+export const DRIVER = "stub.csi.example.com";
+
+export const upstreamCrdFile = new URL("../../../shared/reference/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
+export const ourCrdFile = new URL("../../deploy/crd/csiaddons.openshift.io_csiaddonsnodes.yaml", import.meta.url).pathname;
+
+type Obj = Record<string, unknown>;
+
+export function namespace(name = NAMESPACE): Obj {
+  return { apiVersion: "v1", kind: "Namespace", metadata: { name } };
+}
+
+export function daemonSet(): Obj {
+  const labels = { app: DAEMONSET };
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: DAEMONSET, namespace: NAMESPACE, uid: DAEMONSET_UID },
+    spec: {
+      selector: { matchLabels: labels },
+      template: { metadata: { labels }, spec: { containers: [{ name: "driver", image: "driver:dev" }] } },
+    },
+  };
+}
+
+export function pod(): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: POD,
+      namespace: NAMESPACE,
+      labels: { app: DAEMONSET },
+      ownerReferences: [{ apiVersion: "apps/v1", kind: "DaemonSet", name: DAEMONSET, uid: DAEMONSET_UID, controller: true, blockOwnerDeletion: true }],
+    },
+    spec: { nodeName: NODE, containers: [{ name: "csi-addons-healer", image: "healer:dev" }] },
+  };
+}
+
+export function node(volumesInUse: string[] = []): Obj {
+  return { apiVersion: "v1", kind: "Node", metadata: { name: NODE }, status: { volumesInUse } };
+}
+
+export interface PvOptions {
+  handle?: string;
+  driver?: string;
+  block?: boolean;
+  secret?: { namespace: string; name: string };
+  accessModes?: string[];
+  fsType?: string;
+  mountOptions?: string[];
+  attributes?: Record<string, string>;
+}
+
+export function pv(name: string, o: PvOptions = {}): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name },
+    spec: {
+      capacity: { storage: "1Gi" },
+      accessModes: o.accessModes ?? ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Delete",
+      volumeMode: o.block ? "Block" : "Filesystem",
+      ...(o.mountOptions ? { mountOptions: o.mountOptions } : {}),
+      csi: {
+        driver: o.driver ?? DRIVER,
+        volumeHandle: o.handle ?? `handle-${name}`,
+        ...(o.block ? {} : { fsType: o.fsType ?? "ext4" }),
+        volumeAttributes: o.attributes ?? { pool: "rbd" },
+        ...(o.secret ? { nodeStageSecretRef: o.secret } : {}),
+      },
+    },
+  };
+}
+
+export function vaName(handle: string, driver = DRIVER, nodeName = NODE): string {
+  return `csi-${createHash("sha256").update(handle + driver + nodeName).digest("hex")}`;
+}
+
+export function volumeAttachment(pvName: string, handle: string, o: { attached?: boolean; metadata?: Record<string, string>; nodeName?: string } = {}): Obj {
+  return {
+    apiVersion: "storage.k8s.io/v1",
+    kind: "VolumeAttachment",
+    metadata: { name: vaName(handle, DRIVER, o.nodeName ?? NODE) },
+    spec: { attacher: DRIVER, nodeName: o.nodeName ?? NODE, source: { persistentVolumeName: pvName } },
+    status: { attached: o.attached ?? true, attachmentMetadata: o.metadata ?? {} },
+  };
+}
+
+export function secret(ns: string, name: string, data: Record<string, string>): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace: ns },
+    type: "Opaque",
+    data: Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")])),
+  };
+}
+
+/** The pod, its owner, the node and the namespace every sidecar test needs. */
+export function baseObjects(volumesInUse: string[] = []): Obj[] {
+  return [namespace(), daemonSet(), pod(), node(volumesInUse)];
+}
+
+export const CSI_ADDONS_NODE_NAME = `${NODE}-${NAMESPACE}-daemonset-${DAEMONSET}`;

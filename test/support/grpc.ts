@@ -1,0 +1,31 @@
+// Promise wrappers for generated grpc-js clients, for tests acting as the healer controller.
+import * as grpc from "@grpc/grpc-js";
+
+export type Outcome<T> = { ok: true; value: T } | { ok: false; code: grpc.status; details: string };
+
+type UnaryMethod<Req, Res> = (
+  req: Req,
+  metadata: grpc.Metadata,
+  options: Partial<grpc.CallOptions>,
+  cb: (err: grpc.ServiceError | null, res: Res) => void,
+) => grpc.ClientUnaryCall;
+
+/** Calls a unary method and returns its value or its status (never throws for a gRPC error). */
+export function call<Req, Res>(
+  client: grpc.Client,
+  method: UnaryMethod<Req, Res>,
+  req: Req,
+  opts: { deadlineMs?: number; metadata?: Record<string, string> } = {},
+): Promise<Outcome<Res>> {
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
+  return new Promise((resolve) => {
+    method.call(client, req, md, { deadline: Date.now() + (opts.deadlineMs ?? 20_000) }, (err, res) =>
+      resolve(err ? { ok: false, code: err.code, details: err.details } : { ok: true, value: res }),
+    );
+  });
+}
+
+export function codeName(code: grpc.status): string {
+  return grpc.status[code] ?? String(code);
+}
