@@ -1,0 +1,84 @@
+// The driver-stub's pure parts: state file validation and defaults, secret redaction, and the
+// cancellable delay (a dead call must leave no timer behind).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { redactSecrets } from "../../driver-stub/call-log.js";
+import { CallGoneError, delay } from "../../driver-stub/delay.js";
+import { VolumeLocks } from "../../driver-stub/locks.js";
+import { parseState, resolveState, StateFormatError, withVolumeHealed } from "../../driver-stub/state.js";
+
+const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+
+describe("driver-stub delay", () => {
+  it("clears its timer the moment the call is aborted", async () => {
+    const aborter = new AbortController();
+    const before = timers();
+    const waiting = delay(60_000, aborter.signal);
+    assert.equal(timers(), before + 1);
+    aborter.abort();
+    await assert.rejects(waiting, CallGoneError);
+    assert.equal(timers(), before, "no timer left for the dead call");
+  });
+
+  it("resolves after the delay, and rejects at once for a call that is already gone", async () => {
+    const aborter = new AbortController();
+    const t0 = performance.now();
+    await delay(50, aborter.signal);
+    assert.ok(performance.now() - t0 >= 49);
+    aborter.abort();
+    await assert.rejects(delay(50, aborter.signal), CallGoneError);
+  });
+});
+
+describe("driver-stub state file", () => {
+  it("fills in the documented defaults", () => {
+    const s = resolveState(parseState('{"volumes": {"v": {}}}'));
+    assert.deepEqual(s.ready, true);
+    assert.deepEqual(s.capabilities, { getVolumeHealth: true, healVolume: true });
+    assert.deepEqual(s.volumes.get("v"), { state: "HEALTHY", reason: "", message: "", heal: "SUCCEED", delayMs: 0, locked: false });
+    assert.deepEqual(resolveState({}).volumes.size, 0);
+  });
+
+  it("rejects what it does not understand, naming where", () => {
+    for (const [text, why] of [
+      ["[]", /expected a JSON object/],
+      ['{"Ready": true}', /state: unknown key "Ready"/],
+      ['{"capabilities": {"heal": true}}', /state\.capabilities: unknown key "heal"/],
+      ['{"volumes": {"v": {"heal": "MAYBE"}}}', /state\.volumes\["v"\]\.heal: expected SUCCEED\|FAIL\|NOT_HEALABLE/],
+      ['{"volumes": {"v": {"delayMs": -1}}}', /delayMs: expected a number >= 0/],
+      ['{"volumes": {"v": {"locked": "yes"}}}', /locked: expected a boolean/],
+      ['{"volumes": {"v": 1}}', /state\.volumes\["v"\]: expected an object/],
+    ] as const) {
+      assert.throws(() => parseState(text), (err: Error) => err instanceof StateFormatError && why.test(err.message), text);
+    }
+  });
+
+  it("a healed volume becomes HEALTHY with its fault cleared and everything else kept", () => {
+    const before = parseState('{"ready": true, "volumes": {"v": {"state": "ABNORMAL", "reason": "R", "message": "M", "delayMs": 5}, "w": {"state": "ABNORMAL"}}}');
+    assert.deepEqual(JSON.parse(JSON.stringify(withVolumeHealed(before, "v"))), {
+      ready: true,
+      volumes: { v: { state: "HEALTHY", delayMs: 5 }, w: { state: "ABNORMAL" } },
+    });
+  });
+});
+
+describe("driver-stub secrets and locks", () => {
+  it("replaces every secret value with *** and keeps the keys", () => {
+    assert.deepEqual(redactSecrets({ volumeId: "v", secrets: { a: "x", b: "y" }, volumeContext: { secrets: "not a map" } }), {
+      volumeId: "v",
+      secrets: { a: "***", b: "***" },
+      volumeContext: { secrets: "not a map" },
+    });
+  });
+
+  it("a volume lock is exclusive until released, and per volume", () => {
+    const locks = new VolumeLocks();
+    const release = locks.tryAcquire("v");
+    assert.ok(release);
+    assert.equal(locks.tryAcquire("v"), undefined);
+    assert.ok(locks.tryAcquire("w"));
+    release();
+    release(); // twice is harmless
+    assert.ok(locks.tryAcquire("v"));
+  });
+});
