@@ -33,12 +33,11 @@ export interface Sidecar {
 export async function startSidecar(config: Config, logger: Logger, kube: KubeApi): Promise<Sidecar> {
   const metrics = createMetrics();
   const readiness = new Readiness(logger);
-  let driverName = "unknown";
-  const driver = new DriverConnection({
+  const driver: DriverConnection = new DriverConnection({
     socketPath: config.csiAddonsSocket,
     callTimeoutMs: Math.min(config.timeoutMs, 30_000),
     logger,
-    interceptors: [metricsInterceptor(metrics, () => driverName)],
+    interceptors: [metricsInterceptor(metrics, () => driver.name)],
   });
 
   const nodes = new NodeCache(kube, config.nodeId, logger);
@@ -79,7 +78,6 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   manager.on("change", (inPlace) => readiness.update({ node: inPlace }));
   driver.on("ready", ({ info, restarted }) => {
-    driverName = info.name;
     if (restarted) {
       // A restarted driver has lost its user-space mounts: tell the controller to heal.
       logger.warn("driver restarted; recording it on the CSIAddonsNode", { driver: info.name });

@@ -51,6 +51,7 @@ export class DriverConnection extends EventEmitter<Events> {
   /** One channel for every client, so the driver sees one connection. */
   readonly client: grpc.Client;
   private info: DriverInfo | undefined;
+  private lastName = "unknown";
   private isReady = false;
   private readonly stop = new AbortController();
   private lastBootId: string | undefined;
@@ -68,6 +69,11 @@ export class DriverConnection extends EventEmitter<Events> {
 
   get ready(): boolean {
     return this.isReady;
+  }
+
+  /** The driver's name as soon as GetIdentity told it (for metrics labels), else "unknown". */
+  get name(): string {
+    return this.lastName;
   }
 
   /** Identity and capabilities from the last successful connection. */
@@ -146,6 +152,7 @@ export class DriverConnection extends EventEmitter<Events> {
     const deadline = () => Date.now() + this.opts.callTimeoutMs;
     const identity: GetIdentityResponse = await this.call(IdentityService.getIdentity, {}, deadline());
     if (!identity.name) throw new Error("driver returned an empty name from GetIdentity");
+    this.lastName = identity.name;
     const caps = await this.call(IdentityService.getCapabilities, {}, deadline());
     await this.probeUntilReady();
     const has = (pred: (c: Capability) => boolean) => caps.capabilities.some(pred);
