@@ -60,7 +60,8 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
         const signal = Number.isFinite(deadline)
           ? AbortSignal.any([shared, AbortSignal.timeout(Math.max(0, deadline - Date.now()))])
           : shared;
-        return work(driver, signal);
+        // The slot covers the Kubernetes reads too: a request that would be refused costs no API request.
+        return deps.limiter.run(() => work(driver, signal), signal);
       })) as T;
     } catch (err) {
       if (Date.now() >= deadline) throw deadlineExceeded(`deadline exceeded while serving PersistentVolume ${pvName}`);
@@ -68,17 +69,8 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
     }
   }
 
-  function callDriver<Req, Res>(
-    def: { path: string; requestSerialize: (r: Req) => Buffer; responseDeserialize: (b: Buffer) => Res },
-    req: Req,
-    deadline: number,
-    signal: AbortSignal,
-  ): Promise<Res> {
-    return deps.limiter.run(() => deps.driver.call(def, req, deadline, signal), signal);
-  }
-
   function health(vol: ResolvedVolume, deadline: number, signal: AbortSignal): Promise<VolumeHealth | undefined> {
-    return callDriver(
+    return deps.driver.call(
       VolumeHealerNodeService.nodeGetVolumeHealth,
       { volumeId: vol.volumeId, stagingTargetPath: vol.stagingTargetPath, volumePath: "", volumeContext: vol.volumeContext },
       deadline,
@@ -108,7 +100,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
           }
         }
         const secrets = await fetchStageSecrets(deps.resolver, vol, signal);
-        const res = await callDriver(
+        const res = await deps.driver.call(
           VolumeHealerNodeService.nodeHealVolume,
           {
             volumeId: vol.volumeId,
