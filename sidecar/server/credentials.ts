@@ -80,7 +80,9 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
 
   addIdentityCertificateListener(listener: Listener): void {
     this.listeners.add(listener);
-    if (this.current) listener(this.current);
+    // Asynchronously: grpc-js registers its own watcher only after this call returns.
+    const current = this.current;
+    if (current) queueMicrotask(() => this.listeners.has(listener) && listener(current));
   }
   removeIdentityCertificateListener(listener: Listener): void {
     this.listeners.delete(listener);

@@ -1,0 +1,166 @@
+// Issue 6: who may call. TLS on the controller port, TokenReview with our audience,
+// SubjectAccessReview against the configured rule; health stays open.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { generate } from "selfsigned";
+import { service as healthService } from "grpc-health-check";
+import { startKubeApi, type KubeApi } from "../kube/index.js";
+import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
+import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
+import { tempDir } from "../support/proc.js";
+import { call, codeName } from "../support/grpc.js";
+import { waitFor } from "../support/wait.js";
+import { NAMESPACE, baseObjects, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
+
+const AUDIENCE = "csi-addons-healer";
+const HEALER_USER = "system:serviceaccount:csi-addons-system:healer-controller";
+const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
+
+let kube: KubeApi;
+let stub: DriverStub;
+let sidecar: SidecarProc;
+let caPem: string;
+
+function tlsCreds(): grpc.ChannelCredentials {
+  return grpc.credentials.createSsl(Buffer.from(caPem));
+}
+const TLS_OPTS = { "grpc.ssl_target_name_override": "localhost", "grpc.default_authority": "localhost" };
+
+function healer(creds = tlsCreds()) {
+  return new VolumeHealerClient(sidecar.address, creds, TLS_OPTS);
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+describe("caller authentication and authorization", () => {
+  before(async () => {
+    kube = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: [...baseObjects(), pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")] });
+    kube.auth.addToken("good-token", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
+    kube.auth.addToken("other-audience-token", { username: HEALER_USER, audiences: ["https://kubernetes.default.svc"] });
+    kube.auth.addToken("expired-token", { username: HEALER_USER, audiences: [AUDIENCE], expired: true });
+    kube.auth.addToken("bob-token", { username: "bob", audiences: [AUDIENCE] });
+    kube.auth.allow(HEALER_USER, { verbs: ["update"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+    const dir = tempDir();
+    const pems = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
+    caPem = pems.cert;
+    writeFileSync(join(dir, "tls.crt"), pems.cert);
+    writeFileSync(join(dir, "tls.key"), pems.private);
+    stub = await startDriverStub({ dir, state: { volumes: { "vol-a": { state: "HEALTHY" } } } });
+    sidecar = await startSidecarProc({
+      driverSocket: join(dir, "addons.sock"),
+      kubeconfig: kube.kubeconfigPath,
+      args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`, `--tls-cert-file=${join(dir, "tls.crt")}`, `--tls-key-file=${join(dir, "tls.key")}`],
+    });
+    await waitFor("SERVING over TLS", async () => {
+      const c = new HealthClient(sidecar.address, tlsCreds(), TLS_OPTS);
+      const st = await new Promise<string>((resolve) =>
+        (c as any).check({ service: "" }, { deadline: Date.now() + 2000 }, (e: Error | null, r: { status: string }) => resolve(e ? "" : r.status)),
+      );
+      c.close();
+      return st === "SERVING";
+    }, { timeoutMs: 20_000 });
+  });
+
+  after(async () => {
+    assert.deepEqual(stub.csiCalls(), []);
+    const logs = sidecar.proc.stdout();
+    for (const t of ["good-token", "bob-token", "other-audience-token"]) assert.ok(!logs.includes(t), `token ${t} never logged`);
+    await sidecar.stop();
+    await stub.stop();
+    await kube.stop();
+  });
+
+  const cases: { name: string; md: Record<string, string>; code: keyof typeof grpc.status; details: RegExp }[] = [
+    { name: "no token", md: {}, code: "UNAUTHENTICATED", details: /missing bearer token/ },
+    { name: "not a bearer header", md: { authorization: "Basic dXNlcjpwYXNz" }, code: "UNAUTHENTICATED", details: /missing bearer token/ },
+    { name: "unknown token", md: bearer("garbage"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
+    { name: "wrong audience", md: bearer("other-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience csi-addons-healer/ },
+    { name: "expired token", md: bearer("expired-token"), code: "UNAUTHENTICATED", details: /not valid/ },
+    { name: "valid but not allowed", md: bearer("bob-token"), code: "PERMISSION_DENIED", details: /user bob may not update csiaddonsnodes\.csiaddons\.openshift\.io in namespace csi/ },
+  ];
+  for (const c of cases) {
+    test(`${c.name} → ${c.code}, driver not called`, async () => {
+      const before = stub.calls({ method: "NodeGetVolumeHealth" }).length;
+      const client = healer();
+      const r = await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: c.md });
+      client.close();
+      assert.equal(r.ok, false);
+      assert.equal(codeName((r as any).code), c.code, (r as any).details);
+      assert.match((r as any).details, c.details);
+      assert.equal(stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
+    });
+  }
+
+  test("allowed caller: the call works; decisions are cached", async () => {
+    const client = healer();
+    kube.counters.reset();
+    for (let i = 0; i < 3; i++) {
+      const r = await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: bearer("good-token") });
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.equal(r.value.volumeId, "vol-a");
+    }
+    client.close();
+    assert.equal(kube.counters.get("create", "tokenreviews"), 1);
+    assert.equal(kube.counters.get("create", "subjectaccessreviews"), 1);
+  });
+
+  test("identity pass-through also needs a token", async () => {
+    const client = new grpc.Client(sidecar.address, tlsCreds(), TLS_OPTS);
+    const raw = (md: grpc.Metadata) =>
+      new Promise<grpc.ServiceError | null>((resolve) =>
+        client.makeUnaryRequest("/identity.Identity/GetIdentity", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), md, { deadline: Date.now() + 5000 }, (e) => resolve(e)),
+      );
+    assert.equal((await raw(new grpc.Metadata()))?.code, grpc.status.UNAUTHENTICATED);
+    const md = new grpc.Metadata();
+    md.set("authorization", "Bearer good-token");
+    assert.equal(await raw(md), null);
+    client.close();
+  });
+
+  test("health checks need no token", async () => {
+    const c = new HealthClient(sidecar.address, tlsCreds(), TLS_OPTS);
+    const st = await new Promise<string>((resolve, reject) =>
+      (c as any).check({ service: "sidecar.v1.VolumeHealer" }, { deadline: Date.now() + 5000 }, (e: Error | null, r: { status: string }) => (e ? reject(e) : resolve(r.status))),
+    );
+    c.close();
+    assert.equal(st, "SERVING");
+  });
+
+  test("TLS is really negotiated: a plaintext client fails", async () => {
+    const client = healer(grpc.credentials.createInsecure());
+    const r = await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: bearer("good-token"), deadlineMs: 3000 });
+    client.close();
+    assert.equal(r.ok, false);
+    assert.ok(["UNAVAILABLE", "DEADLINE_EXCEEDED"].includes(codeName((r as any).code)), codeName((r as any).code));
+  });
+});
+
+describe("TLS without certificate files", () => {
+  test("a self-signed pair is generated; TLS clients connect, plaintext ones do not", async () => {
+    const k = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+    const dir = tempDir();
+    const s = await startDriverStub({ dir });
+    const sc = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: k.kubeconfigPath, args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`] });
+    try {
+      const check = (creds: grpc.ChannelCredentials) =>
+        new Promise<string>((resolve) => {
+          const c = new HealthClient(sc.address, creds);
+          (c as any).check({ service: "" }, { deadline: Date.now() + 3000 }, (e: grpc.ServiceError | null, r: { status: string }) => {
+            c.close();
+            resolve(e ? codeName(e.code) : r.status);
+          });
+        });
+      const insecureTls = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false });
+      await waitFor("SERVING over self-signed TLS", async () => (await check(insecureTls)) === "SERVING");
+      assert.notEqual(await check(grpc.credentials.createInsecure()), "SERVING");
+    } finally {
+      await sc.stop();
+      await s.stop();
+      await k.stop();
+    }
+  });
+});
