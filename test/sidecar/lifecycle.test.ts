@@ -6,7 +6,8 @@ import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { startKubeApi, type KubeApi } from "../kube/index.js";
-import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
+import { startDriverStub, type DriverStub, type StubState } from "../support/driver-stub.js";
+import { call } from "../support/grpc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
@@ -20,6 +21,8 @@ import {
   POD,
   baseObjects,
   ourCrdFile,
+  pv,
+  volumeAttachment,
   upstreamCrdFile,
 } from "../support/fixtures.js";
 
@@ -34,9 +37,9 @@ function getNodeObject(): Obj | undefined {
   return kube.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as Obj | undefined;
 }
 
-async function startPair(opts: { stub?: boolean; args?: string[] } = {}): Promise<{ stub?: DriverStub; sidecar: SidecarProc; dir: string }> {
+async function startPair(opts: { stub?: boolean; args?: string[]; state?: StubState } = {}): Promise<{ stub?: DriverStub; sidecar: SidecarProc; dir: string }> {
   const dir = tempDir();
-  const stub = opts.stub === false ? undefined : track(await startDriverStub({ dir }));
+  const stub = opts.stub === false ? undefined : track(await startDriverStub({ dir, state: opts.state }));
   const sidecar = track(await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: kube.kubeconfigPath, args: opts.args }));
   return { stub, sidecar, dir };
 }
@@ -52,7 +55,7 @@ afterEach(async () => {
 
 describe("sidecar lifecycle", () => {
   before(async () => {
-    kube = await startKubeApi({ tls: true, seed: baseObjects(), crdFiles: [upstreamCrdFile] });
+    kube = await startKubeApi({ tls: true, seed: [...baseObjects(), pv("pv-slow", { handle: "vol-slow" }), volumeAttachment("pv-slow", "vol-slow")], crdFiles: [upstreamCrdFile] });
   });
   after(async () => kube.stop());
 
@@ -211,6 +214,21 @@ describe("sidecar lifecycle", () => {
       assert.ok(text.includes(`le="${le}"`), `bucket ${le}`);
     }
     assert.match(text, /process_resident_memory_bytes/);
+  });
+
+  test("SIGTERM with a call in flight: NOT_SERVING at once, the call completes, then exit 0", async () => {
+    const { stub, sidecar } = await startPair({ state: { volumes: { "vol-slow": { state: "HEALTHY", delayMs: 1500 } } } });
+    await waitHealth(sidecar, "SERVING");
+    const client = sidecar.healer();
+    const inflight = call(client, client.getVolumeHealth, { pvName: "pv-slow" });
+    await waitFor("the call to reach the driver", () => stub!.proc.stdout().includes("NodeGetVolumeHealth vol-slow"));
+    const exited = sidecar.proc.stop(10_000);
+    const r = await inflight;
+    assert.ok(r.ok, `in-flight call finished: ${JSON.stringify(r)}`);
+    assert.equal(await exited, 0);
+    const messages = sidecar.logLines().map((l) => l.message);
+    assert.ok(messages.indexOf("not ready: NOT_SERVING") > messages.indexOf("signal received; shutting down"));
+    assert.ok(messages.indexOf("call served") < messages.indexOf("sidecar stopped"));
   });
 
   test("SIGTERM: exit 0, controller and HTTP ports closed", async () => {

@@ -87,9 +87,6 @@ describe("healing relay", () => {
   after(async () => {
     // The sidecar must never have dialled the driver's CSI socket.
     assert.deepEqual(stub.csiCalls(), [], "zero calls on the CSI socket");
-    const logs = readFileSync(stub.callLogFile, "utf8") + stub.proc.stdout() + stub.proc.stderr() + sidecar.proc.stdout() + sidecar.proc.stderr();
-    assert.ok(!logs.includes(SECRET_VALUE), "no secret value in any log");
-    sidecar.logLines(); // every line is JSON
     await sidecar?.stop();
     await stub?.stop();
     await kube?.stop();
@@ -220,5 +217,22 @@ describe("healing relay", () => {
     assert.equal(codeName((down as any).code), "UNAVAILABLE");
     stub = await startDriverStub({ ...stub.options, state: undefined });
     await waitHealth(sidecar, "SERVING");
+  });
+
+  // Runs last: the whole run's output.
+  test("logs of the whole run: only JSON lines, request-scoped fields, no secret value anywhere", async () => {
+    const lines = sidecar.logLines();
+    assert.ok(lines.length > 20);
+    assert.equal(sidecar.proc.stderr(), "", "nothing on stderr (grpc-js is not logging there)");
+    const served = lines.find((l) => l.message === "call served" && l.method === "/sidecar.v1.VolumeHealer/HealVolume" && l.pv === "pv-file");
+    assert.ok(served, "one line per call with method and pv");
+    assert.equal(served.volume_id, "vol-file");
+    assert.equal(served.code, "OK");
+    assert.equal(typeof served.duration, "number");
+    const failed = lines.find((l) => l.message === "call failed" && l.pv === "pv-nosecret");
+    assert.equal(failed?.code, "FAILED_PRECONDITION");
+    const all = readFileSync(stub.callLogFile, "utf8") + stub.proc.stdout() + stub.proc.stderr() + sidecar.proc.stdout() + sidecar.proc.stderr();
+    assert.ok(!all.includes(SECRET_VALUE), "no secret value in any log");
+    assert.ok(!all.includes(Buffer.from(SECRET_VALUE).toString("base64")), "not even base64-encoded");
   });
 });
