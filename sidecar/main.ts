@@ -1,6 +1,7 @@
 // Entry point: the only place that reads process.env/argv (through parseConfig), handles signals
 // and decides exit codes.
 import { writeFileSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
 import { ConfigError, parseConfig } from "./config/config.js";
 import { createKubeApi, loadKubeConfig } from "./kube/client.js";
 import { createLogger, setLogger } from "./log/logger.js";
@@ -31,6 +32,9 @@ async function main(): Promise<number> {
   const config = parsed.config;
   const logger = createLogger(config.logLevel, config.logFormat);
   setLogger(logger);
+  // grpc-js writes to stderr by default; its errors belong in our JSON stream.
+  grpc.setLogger({ error: (...args: unknown[]) => logger.error(`grpc-js: ${args.map(String).join(" ")}`) } as unknown as Console);
+  grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   logger.info("starting csi-addons-sidecar", { version: packageVersion(), nodeId: config.nodeId, pod: config.pod, namespace: config.namespace });
 
   let kube;
