@@ -28,7 +28,7 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
   const server = new grpc.Server({
     "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
-    "grpc.max_metadata_size": 16 * 1024,
+    // Metadata size: grpc-js ignores "grpc.max_metadata_size"; see MAX_METADATA_BYTES in unary-handler.ts.
   });
   const { middlewares, logger } = deps;
   server.addService(VolumeHealerService, {

@@ -5,6 +5,19 @@ import type { Logger } from "../log/logger.js";
 import type { CallContext, Middleware, Next } from "./context.js";
 import { toStatus } from "./status.js";
 
+/**
+ * Largest request metadata accepted, counted like HTTP/2's header list size (name + value + 32 per
+ * entry). grpc-js servers ignore "grpc.max_metadata_size", so the limit is enforced here, before
+ * any middleware: an oversized request costs no token review.
+ */
+export const MAX_METADATA_BYTES = 16 * 1024;
+
+function metadataBytes(md: grpc.Metadata): number {
+  let n = 0;
+  for (const [key, values] of Object.entries(md.toJSON())) for (const v of values) n += key.length + v.length + 32;
+  return n;
+}
+
 export function unaryHandler<Req, Res>(
   method: string,
   impl: Next<Req, Res>,
@@ -13,6 +26,10 @@ export function unaryHandler<Req, Res>(
 ): grpc.handleUnaryCall<Req, Res> {
   const chain = middlewares.reduceRight<Next<Req, Res>>((next, mw) => (req, ctx) => mw(req, ctx, next), impl);
   return (call, callback) => {
+    if (metadataBytes(call.metadata) > MAX_METADATA_BYTES) {
+      callback({ code: grpc.status.RESOURCE_EXHAUSTED, details: `request metadata larger than ${MAX_METADATA_BYTES} bytes`, metadata: new grpc.Metadata() });
+      return;
+    }
     const abort = new AbortController();
     call.on("cancelled", () => abort.abort(new Error("call cancelled by the caller")));
     const d = call.getDeadline();
