@@ -3,43 +3,19 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { repoRoot, startTs } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
+import { alive, pidsIn, processesMentioning } from "./liveness.js";
 import { Story } from "./story.js";
 
 const DEMO_TIMEOUT_MS = 120_000;
 
 /** The pids the demo said it started, and its working directory. */
 function startedByDemo(out: string): { pids: number[]; dir: string } {
-  const pids = [...out.matchAll(/\bpid (\d+)/g)].map((m) => Number(m[1]));
   const dir = /working directory[^:]*: (\S+)/.exec(out)?.[1];
   assert.ok(dir, "the demo names its working directory");
-  return { pids: [...new Set(pids)], dir };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  // A zombie has exited; only its parent has not collected it yet.
-  return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
-}
-
-/** Live processes whose command line mentions `text` (the demo passes its directory to each child). */
-function processesMentioning(text: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text) && alive(Number(entry))) found.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
+  return { pids: pidsIn(out), dir };
 }
 
 async function assertNothingLeft(out: string, started = 3): Promise<void> {

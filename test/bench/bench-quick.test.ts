@@ -1,0 +1,54 @@
+// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its three tables and
+// writes its JSON, and stops what it started. Nothing here says anything about speed.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { startTs, tempDir } from "../support/proc.js";
+import { waitFor } from "../support/wait.js";
+import { alive, pidsIn } from "../demo/liveness.js";
+import type { Results } from "./report.js";
+
+test("bench --quick prints the relay, burst and memory tables and writes the JSON results", { timeout: 170_000 }, async () => {
+  const dir = tempDir("bench-quick-");
+  const out = join(dir, "results.json");
+  const bench = startTs("test/bench/bench.ts", ["--quick", "--out", out]);
+  const code = await bench.exited;
+  const stdout = bench.stdout();
+  assert.equal(code, 0, `bench exit code\n${stdout}\n${bench.stderr()}`);
+
+  assert.match(stdout, /^csi-addons-healer bench \(quick\), \d{4}-/m);
+  assert.match(stdout, /^1\. Relay overhead: GetVolumeHealth/m);
+  for (const c of [1, 64]) {
+    for (const measure of ["p50 latency", "p99 latency", "throughput"]) {
+      assert.match(stdout, new RegExp(`^ +${c} at once +${measure} +[\\d.,]+ ?(ms|/s) +[\\d.,]+ ?(ms|/s) +[\\d.]+x$`, "m"), `${c} at once ${measure}`);
+    }
+  }
+  assert.match(stdout, /^2\. Heal-all burst: \d+ volumes on one node, driver heal delay 5 ms, --max-inflight 32/m);
+  assert.match(stdout, /^ +wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
+  assert.match(stdout, /^ +Kubernetes API requests per heal +- +[\d.]+ +-$/m);
+  assert.match(stdout, /^3\. Sidecar process/m);
+  assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
+  assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms$/m);
+  assert.match(stdout, new RegExp(`results written to ${out}`));
+
+  const r = JSON.parse(readFileSync(out, "utf8")) as Results;
+  assert.equal(r.mode, "quick");
+  assert.equal(r.node, process.version);
+  assert.ok(!Number.isNaN(Date.parse(r.timestamp)));
+  assert.ok(r.machine.cpus > 0 && r.machine.totalMemoryBytes > 0);
+  assert.deepEqual(r.relay.map((x) => x.concurrency), [1, 64]);
+  assert.ok(r.relay.every((x) => x.direct.p50Ms > 0 && x.sidecar.p99Ms >= x.sidecar.p50Ms));
+  assert.equal(r.burst.sidecar.outcomes["HEALED"], r.burst.volumes, "every volume healed, none refused");
+  assert.ok(r.burst.sidecar.peakDriverCalls <= 32, `--max-inflight 32 held: ${r.burst.sidecar.peakDriverCalls}`);
+  assert.ok(r.burst.apiRequestsPerHeal > 0);
+  assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
+  assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);
+
+  // Every process it started (it names their pids) is gone.
+  const pids = pidsIn(bench.stderr());
+  assert.ok(pids.length >= 4, `Kubernetes API, driver-stub and two sidecars: ${pids.join(", ")}`);
+  await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
+  assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
+  rmSync(dir, { recursive: true, force: true });
+});

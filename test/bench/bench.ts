@@ -1,0 +1,251 @@
+// `npm run bench [-- --quick] [-- --out FILE]`: what the sidecar costs, measured in one run on this
+// machine, printed as a table (stdout; progress goes to stderr) and written as JSON.
+//   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64 callers
+//   2. heal-all burst: every volume of a node healed at once through --max-inflight 32
+//   3. the sidecar's memory (idle, peak in the burst) and its start-up time
+// The sidecar runs compiled (node dist/sidecar/main.js), as in the image; the driver-stub and the
+// in-memory Kubernetes API run as processes of their own. Not part of `npm test` (only --quick is,
+// as a smoke test that asserts nothing about speed).
+import { spawnSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, release, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
+import { call, codeName, type Outcome } from "../support/grpc.js";
+import { repoRoot, tempDir } from "../support/proc.js";
+import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
+import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
+import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
+import { COMPILED_SIDECAR, ensureCompiledSidecar } from "./build.js";
+import { startKubeChild, type KubeChild } from "./kube.js";
+import { maxOverlap, runLoad, type LoadResult } from "./load.js";
+import { readMemory, sampleMemory } from "./memory.js";
+import { renderTables, type Results, type Startup } from "./report.js";
+import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
+
+const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE]
+  --quick     small counts: runs in seconds, for checking that the bench still works (numbers mean little)
+  --out FILE  where to write the JSON results (default bench/results.json, with --quick bench/results-quick.json)
+`;
+
+const FULL = { volumes: 1000, burst: 1000, calls: { 1: 2_000, 64: 20_000 }, warmup: 200 };
+const QUICK = { volumes: 64, burst: 64, calls: { 1: 30, 64: 128 }, warmup: 10 };
+const CONCURRENCY = [1, 64] as const;
+const HEAL_DELAY_MS = 5;
+const MAX_INFLIGHT = 32;
+
+function parseArgs(argv: string[]): { quick: boolean; out: string } {
+  let quick = false;
+  let out: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--quick") quick = true;
+    else if (a === "--out" || a.startsWith("--out=")) out = a.includes("=") ? a.slice(6) : argv[++i];
+    else if (a === "--help" || a === "-h") {
+      process.stdout.write(USAGE);
+      process.exit(0);
+    } else {
+      process.stderr.write(`bench: unknown argument ${a}\n${USAGE}`);
+      process.exit(2);
+    }
+  }
+  if (out === "") out = undefined;
+  return { quick, out: resolve(repoRoot, out ?? (quick ? "bench/results-quick.json" : "bench/results.json")) };
+}
+
+const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
+const cleanup = new Cleanup();
+
+/** Start-up times from the sidecar's own log timestamps (and our clock at the spawn). */
+function startup(s: SidecarProcess): Startup {
+  const at = (message: string, lines: LogLine[]) => {
+    const line = lines.find((l) => l.message === message);
+    if (!line) throw new Error(`no "${message}" line in ${s.logFile}`);
+    return Date.parse(line.timestamp);
+  };
+  const lines = s.logLines();
+  const serving = at("ready: SERVING", lines);
+  return {
+    processStartToServingMs: serving - s.spawnedAt,
+    processStartToFirstLogMs: at("starting csi-addons-sidecar", lines) - s.spawnedAt,
+    driverReadyToServingMs: serving - at("driver ready", lines),
+  };
+}
+
+async function startSidecar(stack: Stack, name: string, args: string[]): Promise<{ sidecar: SidecarProcess; client: VolumeHealerClient }> {
+  if (cleanup.interrupted) throw new Error("interrupted");
+  const sidecar = await spawnSidecar({ build: "compiled", driverSocket: stack.stub.addonsSocket, kubeconfig: stack.kube.kubeconfig, logFile: join(stack.dir, `${name}.log`), args });
+  cleanup.add(`sidecar (${name})`, () => sidecar.stop());
+  progress(`  ${name}: pid ${sidecar.pid}, log ${sidecar.logFile}`);
+  await sidecar.waitReadyz(200);
+  const client = new VolumeHealerClient(sidecar.address, grpc.credentials.createInsecure());
+  cleanup.add(`client of ${name}`, () => client.close());
+  return { sidecar, client };
+}
+
+interface Stack {
+  dir: string;
+  kube: KubeChild;
+  stub: DriverStub;
+  /** healer.v1 straight to the driver's socket, as the sidecar itself talks to it. */
+  direct: VolumeHealerNodeClient;
+}
+
+type Size = typeof FULL;
+
+/**
+ * 1. Relay overhead. Every caller asks about its own volume, so the sidecar's single flight never
+ * merges calls and --max-inflight 64 never queues them: what is measured is the relay itself
+ * (two Kubernetes reads, the driver call, two gRPC hops instead of one).
+ */
+async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup }> {
+  progress("1/3 relay overhead: GetVolumeHealth, direct vs through the sidecar");
+  stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
+  const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
+  const paths = {
+    direct: (worker: number) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)),
+    sidecar: (worker: number) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }),
+  };
+  const relay: Results["relay"] = [];
+  for (const c of CONCURRENCY) {
+    const row: Partial<Record<keyof typeof paths, LoadResult>> = {};
+    for (const [name, send] of Object.entries(paths) as [keyof typeof paths, (w: number) => Promise<Outcome<unknown>>][]) {
+      await runLoad(c, Math.min(size.warmup, size.calls[c]), send);
+      row[name] = await runLoad(c, size.calls[c], send);
+    }
+    progress(`  ${c} at once: p50 direct ${row.direct!.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar!.p50Ms.toFixed(2)} ms`);
+    relay.push({ concurrency: c, direct: row.direct!, sidecar: row.sidecar! });
+  }
+  const started = startup(sidecar);
+  await sidecar.stop();
+  return { relay, startup: started };
+}
+
+/**
+ * 2 and 3. Heal-all burst: every volume ABNORMAL, each heal holds the driver HEAL_DELAY_MS; first
+ * the driver alone at MAX_INFLIGHT calls at once (the floor), then all volumes at once through a
+ * fresh sidecar whose memory is sampled meanwhile.
+ */
+async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Results["memory"]; startup: Startup }> {
+  progress(`2/3 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
+  const { stub, direct, kube } = stack;
+  const breakAll = () => stub.setState(stubState(size.burst, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
+  const healsSince = (t: number) => (stub.calls({ method: "NodeHealVolume" }) as unknown as { t0: number; t1: number }[]).filter((e) => e.t0 >= t);
+  breakAll();
+  const { sidecar, client } = await startSidecar(stack, "sidecar-burst", [`--max-inflight=${MAX_INFLIGHT}`, `--max-queue=${size.burst}`]);
+
+  let since = Date.now();
+  const floor = await runLoad(MAX_INFLIGHT, size.burst, (_w, i) => call(direct, direct.nodeHealVolume, directHealRequest(i)));
+  const floorPeak = maxOverlap(healsSince(since));
+  const healed = Object.values(stub.readState().volumes ?? {}).filter((v) => v.state === "HEALTHY").length;
+  if (healed !== size.burst) throw new Error(`direct heals: ${healed} of ${size.burst} volumes healed`);
+  breakAll();
+
+  progress("3/3 the sidecar's memory during the burst");
+  const idle = readMemory(sidecar.pid);
+  await kube.reset();
+  const sampler = sampleMemory(sidecar.pid);
+  since = Date.now();
+  const t0 = performance.now();
+  const answers = await Promise.all(
+    Array.from({ length: size.burst }, (_, i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS }, { deadlineMs: 120_000 })),
+  );
+  const wallMs = performance.now() - t0;
+  const mem = sampler.stop();
+  const apiRequests = await kube.counters();
+  const outcomes: Record<string, number> = {};
+  for (const a of answers) {
+    const k = a.ok ? resultName(a.value.result) : codeName(a.code);
+    outcomes[k] = (outcomes[k] ?? 0) + 1;
+  }
+  if (outcomes["HEALED"] !== size.burst) throw new Error(`burst through the sidecar: ${JSON.stringify(outcomes)}, expected ${size.burst} HEALED`);
+  return {
+    burst: {
+      volumes: size.burst,
+      healDelayMs: HEAL_DELAY_MS,
+      maxInflight: MAX_INFLIGHT,
+      maxQueue: size.burst,
+      idealMs: (size.burst * HEAL_DELAY_MS) / MAX_INFLIGHT,
+      direct: { wallMs: floor.wallMs, peakDriverCalls: floorPeak },
+      sidecar: { wallMs, peakDriverCalls: maxOverlap(healsSince(since)), outcomes },
+      apiRequests,
+      apiRequestsPerHeal: Object.values(apiRequests).reduce((a, b) => a + b, 0) / size.burst,
+    },
+    memory: { idleRssBytes: idle.rssBytes, peakRssBytes: mem.peakRssBytes, hwmBytes: mem.hwmBytes, samples: mem.samples },
+    startup: startup(sidecar),
+  };
+}
+
+async function main(): Promise<number> {
+  const opts = parseArgs(process.argv.slice(2));
+  const size = opts.quick ? QUICK : FULL;
+  cleanup.onSignal(progress);
+  const build = ensureCompiledSidecar(progress);
+  progress(build);
+  const dir = tempDir("csi-healer-bench-");
+  let ok = false;
+  cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
+
+  progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
+  const kube = await startKubeChild(size.volumes);
+  cleanup.add("in-memory Kubernetes API", () => kube.stop());
+  const stub = await startDriverStub({ dir });
+  cleanup.add("driver-stub", () => stub.stop());
+  progress(`  in-memory Kubernetes API pid ${kube.pid}, driver-stub pid ${stub.proc.child.pid}`);
+  const direct = new VolumeHealerNodeClient(`unix://${stub.addonsSocket}`, grpc.credentials.createInsecure());
+  cleanup.add("direct client", () => direct.close());
+  const stack: Stack = { dir, kube, stub, direct };
+
+  const relay = await relayOverhead(stack, size);
+  const burst = await healAllBurst(stack, size);
+  const results: Results = {
+    timestamp: new Date().toISOString(),
+    mode: opts.quick ? "quick" : "full",
+    node: process.version,
+    machine: {
+      platform: process.platform,
+      arch: process.arch,
+      kernel: release(),
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      cpus: cpus().length,
+      totalMemoryBytes: totalmem(),
+      loadAverage1m: loadavg()[0]!,
+    },
+    git: gitDescribe(),
+    sidecar: { entry: COMPILED_SIDECAR, build },
+    relay: relay.relay,
+    burst: burst.burst,
+    memory: burst.memory,
+    startup: { relaySidecar: relay.startup, burstSidecar: burst.startup },
+  };
+  ok = true;
+  process.stdout.write(renderTables(results) + "\n");
+  mkdirSync(dirname(opts.out), { recursive: true });
+  writeFileSync(opts.out, JSON.stringify(results, null, 2) + "\n");
+  process.stdout.write(`\nresults written to ${opts.out}\n`);
+  return 0;
+}
+
+function gitDescribe(): { commit: string; dirty: boolean } | undefined {
+  const rev = spawnSync("git", ["rev-parse", "HEAD"], { cwd: repoRoot, encoding: "utf8" });
+  if (rev.status !== 0) return undefined;
+  const status = spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: repoRoot, encoding: "utf8" });
+  return { commit: rev.stdout.trim(), dirty: status.stdout.trim() !== "" };
+}
+
+// After Ctrl-C the signal handler owns the exit (130, once everything is stopped).
+cleanup.watch(main()).then(
+  async (code) => {
+    if (cleanup.interrupted) return;
+    const failed = await cleanup.run();
+    for (const f of failed) progress(`cleanup failed: ${f}`);
+    process.exit(failed.length > 0 ? 1 : code);
+  },
+  async (err: unknown) => {
+    if (cleanup.interrupted) return;
+    progress(`FAILED: ${err instanceof Error ? err.message : String(err)}`);
+    await cleanup.run();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,89 @@
+// The bench's results: their JSON shape (bench/results.json, so runs can be compared) and the
+// tables printed from them.
+import { formatTable } from "../demo/table.js";
+import type { LoadResult } from "./load.js";
+import { mib } from "./memory.js";
+
+export interface Startup {
+  /** Our spawn() to the sidecar's "ready: SERVING" log line. */
+  processStartToServingMs: number;
+  /** Our spawn() to its first log line: node's own start and loading the code. */
+  processStartToFirstLogMs: number;
+  /** Its "driver ready" log line (identity, capabilities, Probe done) to "ready: SERVING". */
+  driverReadyToServingMs: number;
+}
+
+export interface Results {
+  timestamp: string;
+  mode: "full" | "quick";
+  node: string;
+  machine: { platform: string; arch: string; kernel: string; cpuModel: string; cpus: number; totalMemoryBytes: number; loadAverage1m: number };
+  git: { commit: string; dirty: boolean } | undefined;
+  sidecar: { entry: string; build: string };
+  relay: { concurrency: number; direct: LoadResult; sidecar: LoadResult }[];
+  burst: {
+    volumes: number;
+    healDelayMs: number;
+    maxInflight: number;
+    maxQueue: number;
+    idealMs: number;
+    /** The driver alone at maxInflight calls at once. */
+    direct: { wallMs: number; peakDriverCalls: number };
+    /** All volumes at once through the sidecar. */
+    sidecar: { wallMs: number; peakDriverCalls: number; outcomes: Record<string, number> };
+    /** Requests the in-memory API served during the burst, by "verb resource". */
+    apiRequests: Record<string, number>;
+    apiRequestsPerHeal: number;
+  };
+  memory: { idleRssBytes: number; peakRssBytes: number; hwmBytes: number; samples: number };
+  startup: { relaySidecar: Startup; burstSidecar: Startup };
+}
+
+export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`;
+const perS = (v: number) => `${Math.round(v).toLocaleString("en-US")}/s`;
+const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+const MiB = (bytes: number) => `${mib(bytes).toFixed(1)} MiB`;
+
+export function renderTables(r: Results): string {
+  const relayRows = r.relay.flatMap(({ concurrency: c, direct: d, sidecar: s }) => [
+    [`${c} at once`, "p50 latency", ms(d.p50Ms), ms(s.p50Ms), ratio(s.p50Ms, d.p50Ms)],
+    [`${c} at once`, "p99 latency", ms(d.p99Ms), ms(s.p99Ms), ratio(s.p99Ms, d.p99Ms)],
+    [`${c} at once`, "throughput", perS(d.throughputPerS), perS(s.throughputPerS), ratio(s.throughputPerS, d.throughputPerS)],
+  ]);
+  const b = r.burst;
+  const perHeal = Object.entries(b.apiRequests).map(([k, n]) => `${k} ${n}`).join(", ") || "none";
+  const burstRows = [
+    ["wall time", ms(b.direct.wallMs), ms(b.sidecar.wallMs), ratio(b.sidecar.wallMs, b.direct.wallMs)],
+    [`ideal ${b.volumes} x ${b.healDelayMs} ms / ${b.maxInflight}`, ms(b.idealMs), ms(b.idealMs), "-"],
+    ["wall time / ideal", ratio(b.direct.wallMs, b.idealMs), ratio(b.sidecar.wallMs, b.idealMs), "-"],
+    ["most driver calls at once", String(b.direct.peakDriverCalls), String(b.sidecar.peakDriverCalls), "-"],
+    ["Kubernetes API requests per heal", "-", b.apiRequestsPerHeal.toFixed(2), "-"],
+  ];
+  const st = r.startup.burstSidecar;
+  const sidecarRows = [
+    ["idle RSS (ready, no calls yet)", MiB(r.memory.idleRssBytes)],
+    [`peak RSS during the burst (${r.memory.samples} samples)`, MiB(r.memory.peakRssBytes)],
+    ["VmHWM (high-water mark since start)", MiB(r.memory.hwmBytes)],
+    ['"driver ready" -> "ready: SERVING"', ms(st.driverReadyToServingMs)],
+    ["process start -> first log line", ms(st.processStartToFirstLogMs)],
+    ["process start -> SERVING", ms(st.processStartToServingMs)],
+  ];
+  const m = r.machine;
+  return [
+    `csi-addons-healer bench (${r.mode}), ${r.timestamp}`,
+    `node ${r.node}, ${m.platform} ${m.arch} ${m.kernel}, ${m.cpus} x ${m.cpuModel}, ${MiB(m.totalMemoryBytes)} RAM, load ${m.loadAverage1m.toFixed(2)}` +
+      (r.git ? `, commit ${r.git.commit.slice(0, 12)}${r.git.dirty ? " (dirty)" : ""}` : ""),
+    `sidecar: node ${r.sidecar.entry} (${r.sidecar.build})`,
+    "",
+    `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
+    formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct"], relayRows),
+    "",
+    `2. Heal-all burst: ${b.volumes} volumes on one node, driver heal delay ${b.healDelayMs} ms, --max-inflight ${b.maxInflight} --max-queue ${b.maxQueue}`,
+    `   direct = the driver alone, ${b.maxInflight} calls at once; via sidecar = all ${b.volumes} HealVolume(ALWAYS) at once: ${Object.entries(b.sidecar.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`,
+    formatTable(["measure", "direct", "via sidecar", "sidecar/direct"], burstRows),
+    `   API requests in the burst: ${perHeal}`,
+    "",
+    "3. Sidecar process (compiled) memory and start-up, the driver already running",
+    formatTable(["measure", "sidecar"], sidecarRows),
+  ].join("\n");
+}

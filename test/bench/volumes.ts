@@ -1,0 +1,44 @@
+// The bench's node: N filesystem volumes staged on it, each with a PV and an attached
+// VolumeAttachment, and what a direct caller must send to reach volume i (the sidecar derives the
+// same request from the PV).
+import { volumeCapability } from "../../sidecar/relay/capability.js";
+import { stagingPath } from "../../sidecar/relay/names.js";
+import type { PersistentVolume } from "../../sidecar/kube/api.js";
+import type { StubState, VolumeSpec } from "../../driver-stub/state.js";
+import { DRIVER, baseObjects, ourCrdFile, pv, volumeAttachment } from "../support/fixtures.js";
+
+export const STAGING_ROOT = "/var/lib/kubelet/plugins/kubernetes.io/csi/";
+const pad = (i: number) => String(i).padStart(4, "0");
+export const pvName = (i: number) => `pv-${pad(i)}`;
+export const volumeId = (i: number) => `vol-${pad(i)}`;
+
+export function seedObjects(n: number): { crdFiles: string[]; seed: unknown[] } {
+  const seed: unknown[] = [...baseObjects()];
+  for (let i = 0; i < n; i++) seed.push(pv(pvName(i), { handle: volumeId(i) }), volumeAttachment(pvName(i), volumeId(i)));
+  return { crdFiles: [ourCrdFile], seed };
+}
+
+/** The driver-stub's state file: all n volumes staged, each as `spec` says. */
+export function stubState(n: number, spec: VolumeSpec): StubState {
+  return { volumes: Object.fromEntries(Array.from({ length: n }, (_, i) => [volumeId(i), { ...spec }])) };
+}
+
+/** NodeGetVolumeHealth as the sidecar sends it for volume i (fixtures' PVs carry pool: rbd). */
+export function directHealthRequest(i: number) {
+  return {
+    volumeId: volumeId(i),
+    stagingTargetPath: stagingPath(STAGING_ROOT, pvName(i), DRIVER, volumeId(i), false),
+    volumePath: "",
+    volumeContext: { pool: "rbd" },
+  };
+}
+
+/** NodeHealVolume as the sidecar sends it for volume i (RWO ext4, attached without metadata). */
+export function directHealRequest(i: number) {
+  return {
+    ...directHealthRequest(i),
+    volumeCapability: volumeCapability(pv(pvName(i), { handle: volumeId(i) }) as unknown as PersistentVolume),
+    secrets: {},
+    publishContext: {},
+  };
+}
