@@ -32,8 +32,11 @@ export class NodeCache {
         const signal = AbortSignal.any([this.stop.signal, AbortSignal.timeout(10_000)]);
         this.node = await this.kube.getNode(this.nodeName, signal);
         this.synced = true;
+        // No resourceVersion: a Node's own version is where it last changed, which on a quiet node
+        // is older than the API server's watch window (410 Gone on every start). Without one, the
+        // watch begins with the current Node (a synthetic ADDED) and then its changes.
         await this.kube.watchNode()(
-          { name: this.nodeName, resourceVersion: this.node?.metadata.resourceVersion, signal: this.stop.signal },
+          { name: this.nodeName, signal: this.stop.signal },
           (type, obj) => {
             backoff.reset();
             if (type === "BOOKMARK") return;
