@@ -9,8 +9,9 @@ import { waitFor } from "../support/wait.js";
 import { alive, pidsIn } from "../demo/liveness.js";
 import type { Results } from "./report.js";
 
-test("bench --quick prints the relay, burst and memory tables and writes the JSON results", { timeout: 170_000 }, async () => {
+test("bench --quick prints the relay, burst and memory tables and writes the JSON results", { timeout: 170_000 }, async (t) => {
   const dir = tempDir("bench-quick-");
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, "results.json");
   const bench = startTs("test/bench/bench.ts", ["--quick", "--out", out]);
   const code = await bench.exited;
@@ -50,5 +51,4 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.ok(pids.length >= 4, `Kubernetes API, driver-stub and two sidecars: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
-  rmSync(dir, { recursive: true, force: true });
 });
