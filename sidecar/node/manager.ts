@@ -34,7 +34,8 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
   private restartedAt: string | undefined;
   private owner: PodOwner | undefined;
   private name: string | undefined;
-  private current: CSIAddonsNode | undefined;
+  /** Where the watch resumes: our last write or the last event or bookmark seen, whichever came last. */
+  private watchRv: string | undefined;
   private placed = false;
   private dirty = false;
   private wake: (() => void) | undefined;
@@ -127,7 +128,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
     const existing = await kube.getCSIAddonsNode(namespace, name, this.signal());
     if (!existing) {
       try {
-        this.current = await kube.createCSIAddonsNode(this.desired(undefined), this.signal());
+        this.watchRv = (await kube.createCSIAddonsNode(this.desired(undefined), this.signal())).metadata.resourceVersion;
         this.opts.logger.info("created CSIAddonsNode", { name, namespace });
         this.setPlaced(true);
         return true;
@@ -142,7 +143,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
       return false;
     }
     try {
-      this.current = await kube.replaceCSIAddonsNode(this.desired(existing), this.signal());
+      this.watchRv = (await kube.replaceCSIAddonsNode(this.desired(existing), this.signal())).metadata.resourceVersion;
       this.opts.logger.info("updated CSIAddonsNode", { name, namespace });
       this.setPlaced(true);
       return true;
@@ -197,25 +198,24 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
         await delay(100, this.stop.signal);
         continue;
       }
-      const rv = this.current?.metadata.resourceVersion;
       try {
         await this.opts.kube.watchCSIAddonsNode(this.opts.namespace)(
-          { name: this.name, resourceVersion: rv, signal: this.stop.signal },
+          { name: this.name, resourceVersion: this.watchRv, signal: this.stop.signal },
           (type, obj) => {
             backoff.reset();
+            // Bookmarks keep the resume point fresh on a quiet object, so a restarted watch is not 410 Gone.
+            if (obj?.metadata?.resourceVersion) this.watchRv = obj.metadata.resourceVersion;
             if (type === "BOOKMARK") return;
-            if (obj?.metadata?.resourceVersion) this.current = obj;
             if (type === "DELETED" || obj.metadata.deletionTimestamp || !this.matches(obj)) {
               if (type === "DELETED") this.opts.logger.warn("CSIAddonsNode was deleted; recreating it", { name: this.name });
               this.setPlaced(false);
-              if (type === "DELETED") this.current = undefined;
               this.kick();
             }
           },
         );
       } catch (err) {
         // 410 Gone: our resourceVersion is too old; start over from a fresh read.
-        this.current = undefined;
+        this.watchRv = undefined;
         this.kick();
         if (!(err instanceof KubeError && err.status === 410)) {
           this.opts.logger.debug("CSIAddonsNode watch ended with an error; restarting", { reason: explain(err) });
