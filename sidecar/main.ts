@@ -3,7 +3,8 @@
 import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { ConfigError, parseConfig } from "./config/config.js";
-import { createKubeApi, loadKubeConfig } from "./kube/client.js";
+import { createKubeApi } from "./kube/client.js";
+import { KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "./kube/transport.js";
 import { createLogger, setLogger } from "./log/logger.js";
 import { startSidecar } from "./run.js";
 import { packageVersion } from "./util/version.js";
@@ -37,13 +38,14 @@ async function main(): Promise<number> {
   grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
   logger.info("starting csi-addons-sidecar", { version: packageVersion(), nodeId: config.nodeId, pod: config.pod, namespace: config.namespace });
 
-  let kube;
+  let transport: KubeTransport;
   try {
-    kube = createKubeApi(loadKubeConfig(config.kubeconfig));
+    const { host, port } = config.inClusterApi;
+    transport = new KubeTransport(config.kubeconfig ? kubeconfigEndpoint(config.kubeconfig) : inClusterEndpoint(host, port));
   } catch (err) {
     return fatal(logger, `cannot load Kubernetes client configuration: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const sidecar = await startSidecar(config, logger, kube);
+  const sidecar = await startSidecar(config, logger, createKubeApi(transport));
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info("signal received; shutting down", { signal });
@@ -53,6 +55,7 @@ async function main(): Promise<number> {
     process.once("SIGINT", () => stop("SIGINT"));
   });
   await sidecar.shutdown();
+  transport.close();
   return 0;
 }
 

@@ -30,6 +30,8 @@ export interface Config {
   /** undefined = no HTTP endpoint. */
   httpEndpoint: { host: string; port: number } | undefined;
   kubeconfig: string | undefined;
+  /** The API server as every pod sees it (KUBERNETES_SERVICE_HOST/PORT), used without --kubeconfig. */
+  inClusterApi: { host: string | undefined; port: string | undefined };
   maxInflight: number;
   /** Requests allowed to wait for a driver slot beyond maxInflight; past it RESOURCE_EXHAUSTED. */
   maxQueue: number;
@@ -121,6 +123,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     timeoutMs: duration(raw, "timeout", 180_000),
     httpEndpoint: hostPort(raw, "http-endpoint"),
     kubeconfig: raw.get("kubeconfig") || undefined,
+    inClusterApi: { host: env["KUBERNETES_SERVICE_HOST"], port: env["KUBERNETES_SERVICE_PORT"] },
     maxInflight,
     maxQueue: int(raw, "max-queue", maxInflight * 4, 0),
     logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),

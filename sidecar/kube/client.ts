@@ -1,168 +1,58 @@
-// The only module that imports @kubernetes/client-node. It implements the narrow KubeApi with a
-// deadline (AbortSignal) on every request and turns client errors into KubeError.
-import * as k8s from "@kubernetes/client-node";
-import { KubeError, type KubeApi, type Watcher, type WatchEventType } from "./api.js";
+// KubeApi over the REST paths the sidecar uses; every call carries the caller's AbortSignal.
+import { KubeError, type CSIAddonsNode, type KubeApi, type Watcher, type WatchEventType } from "./api.js";
+import type { KubeTransport } from "./transport.js";
 
-const GROUP = "csiaddons.openshift.io";
-const VERSION = "v1alpha1";
-const PLURAL = "csiaddonsnodes";
+const CSI_ADDONS_NODES = "/apis/csiaddons.openshift.io/v1alpha1/namespaces";
 
-/**
- * Per-request options that tie the HTTP request to the caller's AbortSignal. The object-parameter
- * API hands these straight to the Observable API, so the middleware returns Observables.
- */
-function withSignal(signal: AbortSignal): k8s.ConfigurationOptions {
-  return {
-    middleware: [
-      {
-        pre: (ctx: k8s.RequestContext) => {
-          ctx.setSignal(signal as never);
-          return new k8s.Observable(Promise.resolve(ctx));
-        },
-        post: (rsp: k8s.ResponseContext) => new k8s.Observable(Promise.resolve(rsp)),
-      },
-    ],
-    middlewareMergeStrategy: "append",
-  };
-}
-
-function toKubeError(err: unknown): KubeError {
-  if (err instanceof KubeError) return err;
-  if (err instanceof k8s.ApiException) {
-    let reason = "";
-    let message = `HTTP ${err.code}`;
+export function createKubeApi(t: KubeTransport): KubeApi {
+  const get = <T>(path: string, signal: AbortSignal) => t.request<T>("GET", path, undefined, signal);
+  async function getOrUndefined<T>(path: string, signal: AbortSignal): Promise<T | undefined> {
     try {
-      const body = JSON.parse(typeof err.body === "string" ? err.body : JSON.stringify(err.body)) as { reason?: string; message?: string };
-      reason = body.reason ?? "";
-      message = body.message ?? message;
-    } catch {
-      // Not a Status object (a proxy's HTML page, say): keep the HTTP code only.
+      return await get<T>(path, signal);
+    } catch (err) {
+      if (err instanceof KubeError && err.status === 404) return undefined;
+      throw err;
     }
-    return new KubeError(err.code, reason, message);
   }
-  const e = err as { name?: string; code?: string; message?: string; statusCode?: number };
-  if (e?.name === "AbortError") return new KubeError(0, "Timeout", "request to the Kubernetes API timed out or was cancelled");
-  if (typeof e?.statusCode === "number") return new KubeError(e.statusCode, "", e.message ?? `HTTP ${e.statusCode}`);
-  return new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${e?.code ?? e?.message ?? String(err)}`);
-}
+  const enc = encodeURIComponent;
+  const nodePath = (ns: string, name = "") => `${CSI_ADDONS_NODES}/${enc(ns)}/csiaddonsnodes${name ? `/${enc(name)}` : ""}`;
 
-async function call<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw toKubeError(err);
-  }
-}
-
-async function orUndefined<T>(fn: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await call(fn);
-  } catch (err) {
-    if (err instanceof KubeError && err.status === 404) return undefined;
-    throw err;
-  }
-}
-
-export function loadKubeConfig(kubeconfigPath: string | undefined): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
-  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-  else kc.loadFromCluster();
-  return kc;
-}
-
-export function createKubeApi(kc: k8s.KubeConfig): KubeApi {
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const apps = kc.makeApiClient(k8s.AppsV1Api);
-  const storage = kc.makeApiClient(k8s.StorageV1Api);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const authn = kc.makeApiClient(k8s.AuthenticationV1Api);
-  const authz = kc.makeApiClient(k8s.AuthorizationV1Api);
-  const watch = new k8s.Watch(kc);
-
-  function watcher<T>(path: string): Watcher<T> {
-    return ({ name, resourceVersion, signal }, onEvent) =>
-      new Promise<void>((resolve, reject) => {
-        if (signal.aborted) return resolve();
-        let controller: AbortController | undefined;
-        const onAbort = () => controller?.abort();
-        signal.addEventListener("abort", onAbort, { once: true });
-        const finish = (err: unknown) => {
-          signal.removeEventListener("abort", onAbort);
-          if (err && !signal.aborted) reject(toKubeError(err));
-          else resolve();
-        };
-        watch
-          .watch(
-            path,
-            { fieldSelector: `metadata.name=${name}`, resourceVersion, allowWatchBookmarks: true },
-            (type: string, obj: unknown) => {
-              if (type === "ERROR") {
-                const st = obj as { code?: number; reason?: string; message?: string };
-                controller?.abort();
-                finish(new KubeError(st.code ?? 500, st.reason ?? "", st.message ?? "watch error"));
-                return;
-              }
-              onEvent(type as WatchEventType, obj as T);
-            },
-            (err: unknown) => finish(err),
-          )
-          .then((c) => {
-            controller = c;
-            if (signal.aborted) c.abort();
-          }, finish);
-      });
+  function watcher<T>(collection: string): Watcher<T> {
+    return ({ name, resourceVersion, signal }, onEvent) => {
+      const q = new URLSearchParams({ watch: "true", fieldSelector: `metadata.name=${name}`, allowWatchBookmarks: "true" });
+      if (resourceVersion) q.set("resourceVersion", resourceVersion);
+      return t.watch(`${collection}?${q}`, signal, (e) => onEvent(e.type as WatchEventType, e.object as T));
+    };
   }
 
   return {
-    getPod: (namespace, name, signal) => call(() => core.readNamespacedPod({ namespace, name }, withSignal(signal))) as never,
-    getReplicaSet: (namespace, name, signal) =>
-      call(() => apps.readNamespacedReplicaSet({ namespace, name }, withSignal(signal))) as never,
+    getPod: (ns, name, signal) => get(`/api/v1/namespaces/${enc(ns)}/pods/${enc(name)}`, signal),
+    getReplicaSet: (ns, name, signal) => get(`/apis/apps/v1/namespaces/${enc(ns)}/replicasets/${enc(name)}`, signal),
 
-    getCSIAddonsNode: (namespace, name, signal) =>
-      orUndefined(() => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace, name }, withSignal(signal))),
-    createCSIAddonsNode: (body, signal) =>
-      call(() =>
-        custom.createNamespacedCustomObject(
-          { group: GROUP, version: VERSION, plural: PLURAL, namespace: body.metadata.namespace!, body },
-          withSignal(signal),
-        ),
-      ),
-    replaceCSIAddonsNode: (body, signal) =>
-      call(() =>
-        custom.replaceNamespacedCustomObject(
-          { group: GROUP, version: VERSION, plural: PLURAL, namespace: body.metadata.namespace!, name: body.metadata.name!, body },
-          withSignal(signal),
-        ),
-      ),
-    deleteCSIAddonsNode: async (namespace, name, uid, signal) => {
-      await call(() =>
-        custom.deleteNamespacedCustomObject(
-          { group: GROUP, version: VERSION, plural: PLURAL, namespace, name, body: { preconditions: { uid } } },
-          withSignal(signal),
-        ),
-      );
+    getCSIAddonsNode: (ns, name, signal) => getOrUndefined(nodePath(ns, name), signal),
+    createCSIAddonsNode: (obj, signal) => t.request<CSIAddonsNode>("POST", nodePath(obj.metadata.namespace!), obj, signal),
+    replaceCSIAddonsNode: (obj, signal) => t.request<CSIAddonsNode>("PUT", nodePath(obj.metadata.namespace!, obj.metadata.name!), obj, signal),
+    deleteCSIAddonsNode: async (ns, name, uid, signal) => {
+      await t.request("DELETE", nodePath(ns, name), { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid } }, signal);
     },
-    watchCSIAddonsNode: (namespace) => watcher(`/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`),
+    watchCSIAddonsNode: (ns) => watcher(nodePath(ns)),
 
-    getPersistentVolume: (name, signal) => orUndefined(() => core.readPersistentVolume({ name }, withSignal(signal))) as never,
-    getVolumeAttachment: (name, signal) => orUndefined(() => storage.readVolumeAttachment({ name }, withSignal(signal))) as never,
-    getNode: (name, signal) => orUndefined(() => core.readNode({ name }, withSignal(signal))) as never,
+    getPersistentVolume: (name, signal) => getOrUndefined(`/api/v1/persistentvolumes/${enc(name)}`, signal),
+    getVolumeAttachment: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`, signal),
+    getNode: (name, signal) => getOrUndefined(`/api/v1/nodes/${enc(name)}`, signal),
     watchNode: () => watcher("/api/v1/nodes"),
-    getSecretData: async (namespace, name, signal) => {
-      const secret = await orUndefined(() => core.readNamespacedSecret({ namespace, name }, withSignal(signal)));
+    getSecretData: async (ns, name, signal) => {
+      const secret = await getOrUndefined<{ data?: Record<string, string> }>(`/api/v1/namespaces/${enc(ns)}/secrets/${enc(name)}`, signal);
       if (!secret) return undefined;
-      const out: Record<string, string> = {};
-      for (const [k, v] of Object.entries(secret.data ?? {})) out[k] = Buffer.from(v, "base64").toString("utf8");
-      for (const [k, v] of Object.entries(secret.stringData ?? {})) out[k] = v;
-      return out;
+      return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
     },
 
     reviewToken: async (token, audience, signal) => {
-      const review = await call(() =>
-        authn.createTokenReview(
-          { body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } } },
-          withSignal(signal),
-        ),
+      const review = await t.request<{ status?: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; uid?: string; groups?: string[] } } }>(
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } },
+        signal,
       );
       const st = review.status;
       if (!st?.authenticated || !st.user?.username) return undefined;
@@ -170,17 +60,15 @@ export function createKubeApi(kc: k8s.KubeConfig): KubeApi {
       return { username: st.user.username, uid: st.user.uid, groups: st.user.groups };
     },
     reviewAccess: async (user, attrs, signal) => {
-      const review = await call(() =>
-        authz.createSubjectAccessReview(
-          {
-            body: {
-              apiVersion: "authorization.k8s.io/v1",
-              kind: "SubjectAccessReview",
-              spec: { user: user.username, uid: user.uid, groups: user.groups, resourceAttributes: attrs },
-            },
-          },
-          withSignal(signal),
-        ),
+      const review = await t.request<{ status?: { allowed?: boolean } }>(
+        "POST",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "SubjectAccessReview",
+          spec: { user: user.username, uid: user.uid, groups: user.groups, resourceAttributes: attrs },
+        },
+        signal,
       );
       return review.status?.allowed === true;
     },

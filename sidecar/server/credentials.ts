@@ -3,7 +3,6 @@
 // so the port is never plaintext while auth is on and never dead for want of a Secret.
 import { readFile, stat } from "node:fs/promises";
 import * as grpc from "@grpc/grpc-js";
-import { generate } from "selfsigned";
 import type { Logger } from "../log/logger.js";
 
 type Identity = { certificate: Buffer; privateKey: Buffer };
@@ -92,6 +91,8 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
 }
 
 async function makeSelfSigned(commonName: string): Promise<Identity> {
+  // Loaded only when needed: the X.509 library costs ~15 MB of memory a sidecar with real certificates never uses.
+  const { generate } = await import("selfsigned");
   const pems = await generate([{ name: "commonName", value: commonName }], { keyType: "ec", curve: "P-256" });
   return { certificate: Buffer.from(pems.cert), privateKey: Buffer.from(pems.private) };
 }
