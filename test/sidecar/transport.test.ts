@@ -1,0 +1,63 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { KubeConfigError, KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "../../sidecar/kube/transport.js";
+import { KubeError } from "../../sidecar/kube/api.js";
+import { tempDir } from "../support/proc.js";
+
+function kubeconfig(dir: string, user: Record<string, unknown>, cluster: Record<string, unknown> = { server: "https://127.0.0.1:6443" }): string {
+  const path = join(dir, "kubeconfig");
+  writeFileSync(path, stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "c", cluster }],
+    users: [{ name: "u", user }],
+    contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+    "current-context": "x",
+  }));
+  return path;
+}
+
+test("kubeconfig: server, CA data, token", () => {
+  const dir = tempDir();
+  const ep = kubeconfigEndpoint(kubeconfig(dir, { token: "t0k" }, { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") }));
+  assert.equal(ep.server.href, "https://api:6443/");
+  assert.equal(ep.ca?.toString(), "CA");
+  assert.equal(ep.token(), "t0k");
+});
+
+test("kubeconfig: files relative to the kubeconfig, token file, client certificate", () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, "ca.crt"), "CAFILE");
+  writeFileSync(join(dir, "token"), "from-file\n");
+  writeFileSync(join(dir, "c.crt"), "CERT");
+  writeFileSync(join(dir, "c.key"), "KEY");
+  const ep = kubeconfigEndpoint(kubeconfig(dir, { tokenFile: "token", "client-certificate": "c.crt", "client-key": "c.key" }, { server: "https://api", "certificate-authority": "ca.crt" }));
+  assert.equal(ep.ca?.toString(), "CAFILE");
+  assert.equal(ep.token(), "from-file");
+  assert.equal(ep.cert?.toString(), "CERT");
+  assert.equal(ep.key?.toString(), "KEY");
+});
+
+test("kubeconfig: exec plugins and unknown contexts are refused with a clear error", () => {
+  const dir = tempDir();
+  assert.throws(() => kubeconfigEndpoint(kubeconfig(dir, { exec: { command: "aws" } })), (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message));
+  const path = join(dir, "bad");
+  writeFileSync(path, stringify({ contexts: [], "current-context": "nope" }));
+  assert.throws(() => kubeconfigEndpoint(path), /context "nope" not found/);
+});
+
+test("in-cluster without KUBERNETES_SERVICE_HOST is a clear configuration error", () => {
+  assert.throws(() => inClusterEndpoint(undefined, undefined), /not in a cluster/);
+});
+
+test("an unreachable API server is a KubeError with status 0; a deadline is a Timeout", async () => {
+  const t = new KubeTransport({ server: new URL("http://127.0.0.1:1"), token: () => undefined });
+  await assert.rejects(t.request("GET", "/api", undefined, AbortSignal.timeout(5000)), (e: KubeError) => e instanceof KubeError && e.status === 0 && e.reason === "Unavailable");
+  const ac = new AbortController();
+  ac.abort();
+  await assert.rejects(t.request("GET", "/api", undefined, ac.signal), (e: KubeError) => e instanceof KubeError && e.reason === "Timeout");
+  t.close();
+});
