@@ -1,0 +1,323 @@
+// Issue 6, least privilege proven: the sidecar runs as its own ServiceAccount with exactly the RBAC
+// that deploy/ grants (read from the YAML), against an API server that enforces it, with TLS and
+// caller authentication on — and the whole flow works. Then, for every verb of every rule, the
+// same flow runs with that one permission taken away, and some step must fail. A permission
+// whose loss breaks nothing is one the sidecar does not need: that case fails and names it.
+//
+// The sidecar's pod belongs to a Deployment (through a ReplicaSet) because that is the one owner
+// whose resolution reads an object (the ReplicaSet); a DaemonSet owner is named on the Pod itself.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import * as grpc from "@grpc/grpc-js";
+import { KUBE_API_AUDIENCE, startKubeApi, type KubeApi } from "../kube/index.js";
+import { loadRbacRules, sidecarServiceAccount, type RbacRules, type Rule } from "../deploy/rbac.js";
+import { startDriverStub, type DriverStub, type StubState } from "../support/driver-stub.js";
+import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
+import { tempDir } from "../support/proc.js";
+import { call, codeName } from "../support/grpc.js";
+import { waitFor } from "../support/wait.js";
+import { DRIVER, NAMESPACE, NODE, namespace, node, pv, secret, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { VolumeHealerClient, HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
+import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
+import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
+
+const SA_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
+const SA_TOKEN = "sa-token-3c1f9e0b7d2a4e58b6a1c0d9e8f7a6b5";
+const HEALER_TOKEN = "healer-token-9a8b7c6d5e4f30211f2e3d4c5b6a7988";
+const SECRET_VALUE = "stage-secret-value-0f1e2d3c";
+const CAN = "csiaddons.openshift.io/v1alpha1";
+
+const DEPLOYMENT = "csi-controller";
+const REPLICASET = "csi-controller-6d9f7c8b5";
+const POD = "csi-controller-6d9f7c8b5-x2x9q";
+const DEPLOYMENT_UID = "7a0c7c1e-3333-4a4a-9d9d-000000000003";
+const REPLICASET_UID = "7a0c7c1e-4444-4a4a-9d9d-000000000004";
+const NODE_OBJECT = `${NODE}-${NAMESPACE}-deployment-${DEPLOYMENT}`;
+const DRIVER_RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
+/** Events the API server keeps for watches (the real one's default watch cache size). */
+const WATCH_WINDOW = 100;
+
+type Obj = Record<string, any>;
+
+function deploymentObjects(): Obj[] {
+  const labels = { app: DEPLOYMENT };
+  const template = { metadata: { labels }, spec: { containers: [{ name: "csi-addons-healer", image: "healer:dev" }] } };
+  const owner = (kind: string, name: string, uid: string) => [{ apiVersion: "apps/v1", kind, name, uid, controller: true, blockOwnerDeletion: true }];
+  return [
+    { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: DEPLOYMENT, namespace: NAMESPACE, uid: DEPLOYMENT_UID }, spec: { selector: { matchLabels: labels }, template } },
+    {
+      apiVersion: "apps/v1",
+      kind: "ReplicaSet",
+      metadata: { name: REPLICASET, namespace: NAMESPACE, uid: REPLICASET_UID, labels, ownerReferences: owner("Deployment", DEPLOYMENT, DEPLOYMENT_UID) },
+      spec: { selector: { matchLabels: labels }, template },
+    },
+    {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: POD, namespace: NAMESPACE, labels, ownerReferences: owner("ReplicaSet", REPLICASET, REPLICASET_UID) },
+      spec: { nodeName: NODE, containers: template.spec.containers },
+    },
+  ];
+}
+
+/** What a previous sidecar of another driver left behind: the update is refused (422), so it is deleted and created anew. */
+function staleNodeObject(): Obj {
+  return {
+    apiVersion: CAN,
+    kind: "CSIAddonsNode",
+    metadata: { name: NODE_OBJECT, namespace: NAMESPACE },
+    spec: { driver: { name: "old.csi.example.com", endpoint: "pod://gone.csi:9070", nodeID: NODE } },
+  };
+}
+
+const STUB_STATE: StubState = {
+  volumes: {
+    "vol-heal": { state: "ABNORMAL", reason: "TransportEndpointNotConnected", message: "fuse daemon died", heal: "SUCCEED" },
+    "vol-na": { state: "HEALTHY" },
+  },
+};
+
+// ---- the flow -------------------------------------------------------------------------------
+
+const STEPS = [
+  "SERVING with the CSIAddonsNode in place (a stale one replaced)",
+  "GetVolumeHealth of an attached volume",
+  "HealVolume IF_ABNORMAL with the stage secret",
+  "GetVolumeHealth of a volume without attach (the Node's volumesInUse)",
+  "the own Node kept by a watch (no API read per request)",
+  "a deleted CSIAddonsNode recreated through the watch",
+  "a driver restart recorded on the CSIAddonsNode",
+] as const;
+type Step = (typeof STEPS)[number];
+
+class StepFailed extends Error {
+  constructor(readonly step: Step, readonly code: string | undefined, why: string) {
+    super(`step "${step}" failed${code ? ` with ${code}` : ""}: ${why}`);
+  }
+}
+
+let kube: KubeApi;
+let stub: DriverStub;
+let tls: TlsFiles;
+let saKubeconfig: string;
+
+const getNodeObject = () => kube.get(CAN, "CSIAddonsNode", NAMESPACE, NODE_OBJECT) as Obj | undefined;
+const creds = () => tlsCredentials(tls);
+const serving = (s: SidecarProc) => checkHealth(s.address, creds(), TLS_CLIENT_OPTIONS).then((st) => st === "SERVING");
+const logCount = (s: SidecarProc, message: string) => s.logLines().filter((l) => l.message === message).length;
+
+/** Runs the steps in order; throws StepFailed at the first one that does not work. */
+async function flow(sidecar: SidecarProc): Promise<void> {
+  const client = new VolumeHealerClient(sidecar.address, creds(), TLS_CLIENT_OPTIONS);
+  const metadata = { authorization: `Bearer ${HEALER_TOKEN}` };
+  const expectOk = async <T>(step: Step, p: Promise<{ ok: true; value: T } | { ok: false; code: grpc.status; details: string }>): Promise<T> => {
+    const r = await p;
+    if (!r.ok) throw new StepFailed(step, codeName(r.code), r.details);
+    return r.value;
+  };
+  try {
+    let step: Step = STEPS[0];
+    const staleUid = getNodeObject()?.metadata.uid;
+    const outcome = await waitFor(
+      "SERVING, or the API server refusing the CSIAddonsNode",
+      async () => {
+        if (await serving(sidecar)) return "SERVING";
+        const refused = sidecar.logLines().find((l) => l.message === "cannot put CSIAddonsNode in place; retrying" && /\b403\b/.test(String(l.reason)));
+        return refused ? `never SERVING: ${String(refused.reason)}` : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    ).catch((err: Error) => `never SERVING: ${err.message}`);
+    if (outcome !== "SERVING") throw new StepFailed(step, undefined, outcome);
+    const placed = getNodeObject();
+    if (!placed || placed.metadata.uid === staleUid || placed.spec.driver.name !== DRIVER) {
+      throw new StepFailed(step, undefined, `CSIAddonsNode not replaced: ${JSON.stringify(placed?.spec)}`);
+    }
+
+    step = STEPS[1];
+    const h = await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-heal" }, { metadata }));
+    if (h.health?.state !== State.ABNORMAL) throw new StepFailed(step, undefined, `health ${JSON.stringify(h.health)}, expected ABNORMAL`);
+
+    step = STEPS[2];
+    const healed = await expectOk(step, call(client, client.healVolume, { pvName: "pv-heal", mode: Mode.IF_ABNORMAL }, { metadata }));
+    if (healed.result !== Result.HEALED) throw new StepFailed(step, undefined, `result ${healed.result}, expected HEALED`);
+    const [healCall] = stub.calls({ method: "NodeHealVolume", volumeId: "vol-heal" }).slice(-1);
+    if (!healCall || JSON.stringify((healCall.request as Obj).secrets) !== JSON.stringify({ userKey: "***" })) {
+      throw new StepFailed(step, undefined, `the driver did not get the stage secret: ${JSON.stringify(healCall?.request)}`);
+    }
+
+    step = STEPS[3];
+    const na = await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
+    if (na.health?.state !== State.HEALTHY) throw new StepFailed(step, undefined, `health ${JSON.stringify(na.health)}, expected HEALTHY`);
+
+    step = STEPS[4];
+    // Once the watch request has arrived, the cache is synced (the sidecar reads, then watches).
+    await waitFor("the sidecar's watch on its Node", () => kube.counters.get("watch", "nodes") >= 1, { timeoutMs: 10_000 }).catch(() => {
+      throw new StepFailed(step, undefined, "the sidecar never watched its Node");
+    });
+    const reads = kube.counters.get("get", "nodes");
+    for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
+    const extra = kube.counters.get("get", "nodes") - reads;
+    if (extra !== 0) throw new StepFailed(step, undefined, `${extra} GET(s) of Node ${NODE} for 3 requests: the Node is not served from a watch`);
+
+    step = STEPS[5];
+    const before = getNodeObject()!;
+    const seen = logCount(sidecar, "CSIAddonsNode was deleted; recreating it");
+    kube.delete(CAN, "CSIAddonsNode", NAMESPACE, NODE_OBJECT);
+    await waitFor("the CSIAddonsNode recreated", () => {
+      const o = getNodeObject();
+      return o !== undefined && o.metadata.uid !== before.metadata.uid;
+    }, { timeoutMs: 10_000 }).catch(() => {
+      throw new StepFailed(step, undefined, "not recreated within 10 s");
+    });
+    await waitFor("the watch to report the deletion", () => logCount(sidecar, "CSIAddonsNode was deleted; recreating it") > seen, { timeoutMs: 2_000 }).catch(() => {
+      throw new StepFailed(step, undefined, "recreated by a retry after its watch failed, not because the watch saw the deletion");
+    });
+
+    step = STEPS[6];
+    await stub.kill();
+    stub = await startDriverStub({ ...stub.options, state: undefined });
+    await waitFor("driverRestartedAt on the CSIAddonsNode", () => getNodeObject()?.metadata.annotations?.[DRIVER_RESTARTED_AT], { timeoutMs: 15_000 }).catch(() => {
+      throw new StepFailed(step, undefined, `no ${DRIVER_RESTARTED_AT} annotation within 15 s`);
+    });
+    await waitFor("SERVING after the driver restart", () => serving(sidecar), { timeoutMs: 15_000 }).catch(() => {
+      throw new StepFailed(step, undefined, "not SERVING again after the driver restart");
+    });
+  } finally {
+    client.close();
+  }
+}
+
+// ---- one run per permission set ---------------------------------------------------------------
+
+/** Installs `rules` as the ServiceAccount's only permissions: the Role's in the sidecar's namespace, the ClusterRole's everywhere. */
+function grant(rules: RbacRules): void {
+  kube.auth.clearRules(SA_USER);
+  for (const r of rules.namespaced) kube.auth.allow(SA_USER, { ...r, namespace: NAMESPACE });
+  for (const r of rules.cluster) kube.auth.allow(SA_USER, { ...r });
+}
+
+async function resetWorld(rules: RbacRules): Promise<void> {
+  for (const o of kube.list(CAN, "CSIAddonsNode", NAMESPACE) as Obj[]) {
+    if (o.metadata.finalizers?.length) kube.update({ ...o, metadata: { ...o.metadata, finalizers: [] } });
+    if (kube.get(CAN, "CSIAddonsNode", NAMESPACE, o.metadata.name)) kube.delete(CAN, "CSIAddonsNode", NAMESPACE, o.metadata.name);
+  }
+  await kube.create(staleNodeObject());
+  stub.setState(STUB_STATE);
+  grant(rules);
+  kube.counters.reset();
+}
+
+/** The flow's first failure under `rules`, or undefined when every step works. */
+async function runWith(rules: RbacRules): Promise<StepFailed | undefined> {
+  await resetWorld(rules);
+  const sidecar = await startSidecarProc({
+    driverSocket: stub.addonsSocket,
+    kubeconfig: saKubeconfig,
+    pod: POD,
+    args: authArgs(AUDIENCE, tls),
+  });
+  try {
+    await flow(sidecar);
+    return undefined;
+  } catch (err) {
+    if (err instanceof StepFailed) return err;
+    throw err;
+  } finally {
+    const out = sidecar.proc.stdout() + sidecar.proc.stderr();
+    await sidecar.stop();
+    sidecar.logLines(); // every line is JSON
+    for (const t of [SA_TOKEN, HEALER_TOKEN, SECRET_VALUE]) assert.ok(!out.includes(t), "no token or secret value in the sidecar's output");
+  }
+}
+
+/** deploy/'s rules with one verb of one rule taken away (the rule goes when it was its last verb). */
+function without(rules: RbacRules, scope: keyof RbacRules, index: number, verb: string): RbacRules {
+  const cut = (list: Rule[]) =>
+    list.flatMap((r, i) => (i !== index ? [r] : r.verbs.length > 1 ? [{ ...r, verbs: r.verbs.filter((v) => v !== verb) }] : []));
+  return { namespaced: scope === "namespaced" ? cut(rules.namespaced) : rules.namespaced, cluster: scope === "cluster" ? cut(rules.cluster) : rules.cluster };
+}
+
+// What we expect to break without each permission ("verb resource"). A permission missing here is
+// still tested: some step must fail without it.
+const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> = {
+  "get csiaddonsnodes": { step: STEPS[0] },
+  "watch csiaddonsnodes": { step: STEPS[5] },
+  "create csiaddonsnodes": { step: STEPS[0] },
+  "update csiaddonsnodes": { step: STEPS[0] },
+  "delete csiaddonsnodes": { step: STEPS[0] },
+  "get pods": { step: STEPS[0] },
+  "get replicasets": { step: STEPS[0] },
+  "get persistentvolumes": { step: STEPS[1], code: "INTERNAL" },
+  "get volumeattachments": { step: STEPS[1], code: "INTERNAL" },
+  "get nodes": { step: STEPS[3], code: "INTERNAL" },
+  "watch nodes": { step: STEPS[4] },
+  "get secrets": { step: STEPS[2], code: "INTERNAL" },
+  "create tokenreviews": { step: STEPS[1], code: "UNAVAILABLE" },
+  "create subjectaccessreviews": { step: STEPS[1], code: "UNAVAILABLE" },
+};
+
+describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
+  const deployed = loadRbacRules();
+  let baselineWorks = false;
+
+  before(async () => {
+    kube = await startKubeApi({
+      tls: true,
+      requireRbac: true,
+      historySize: WATCH_WINDOW,
+      crdFiles: [upstreamCrdFile],
+      seed: [
+        namespace(),
+        node([`kubernetes.io/csi/${DRIVER}^vol-na`]),
+        ...deploymentObjects(),
+        secret(NAMESPACE, "stage-secret", { userKey: SECRET_VALUE }),
+        pv("pv-heal", { handle: "vol-heal", secret: { namespace: NAMESPACE, name: "stage-secret" } }),
+        volumeAttachment("pv-heal", "vol-heal"),
+        pv("pv-noattach", { handle: "vol-na" }),
+      ],
+    });
+    // A quiet Node's resourceVersion soon leaves the watch window on a real cluster; so it does here.
+    for (let i = 0; i < 2 * WATCH_WINDOW; i++) await kube.create(secret("default", `churn-${i}`, { n: String(i) }));
+    kube.auth.addToken(SA_TOKEN, { username: SA_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
+    kube.auth.addToken(HEALER_TOKEN, { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
+    allowHealer(kube);
+    saKubeconfig = kube.writeKubeconfig(SA_TOKEN, SA_USER);
+    const dir = tempDir();
+    tls = await makeTlsFiles(dir);
+    stub = await startDriverStub({ dir, state: STUB_STATE });
+  });
+
+  after(async () => {
+    assert.deepEqual(stub?.csiCalls() ?? [], [], "the sidecar never dialled the CSI socket");
+    await stub?.stop();
+    await kube?.stop();
+  });
+
+  test("with every permission of deploy/ the whole flow works, as the ServiceAccount, over TLS with caller auth", async () => {
+    assert.ok(deployed.namespaced.length > 0 && deployed.cluster.length > 0, "deploy/ grants a Role and a ClusterRole");
+    const failure = await runWith(deployed);
+    assert.equal(failure, undefined, failure?.message);
+    // The API server really enforced the rules: the sidecar used its own identity, not the admin's.
+    assert.ok(kube.counters.get("create", "tokenreviews") >= 1 && kube.counters.get("create", "subjectaccessreviews") >= 1);
+    baselineWorks = true;
+  });
+
+  const cases = (["namespaced", "cluster"] as const).flatMap((scope) =>
+    deployed[scope].flatMap((rule, index) => rule.verbs.map((verb) => ({ scope, index, verb, rule }))),
+  );
+  for (const c of cases) {
+    const key = `${c.verb} ${c.rule.resources.join(",")}`;
+    const where = c.scope === "namespaced" ? `Role, namespace ${NAMESPACE}` : "ClusterRole";
+    test(`without "${key}${c.rule.apiGroups[0] ? "." + c.rule.apiGroups.join(",") : ""}" (${where}) some step fails`, async (t) => {
+      if (!baselineWorks) return t.skip("the flow does not work even with every permission");
+      const failure = await runWith(without(deployed, c.scope, c.index, c.verb));
+      assert.ok(failure, `every step works without "${key}" (${where}): deploy/ grants a permission the sidecar does not need`);
+      t.diagnostic(failure.message);
+      const expected = EXPECTED[key];
+      if (expected) {
+        assert.equal(failure.step, expected.step, failure.message);
+        assert.equal(failure.code, expected.code, failure.message);
+      }
+    });
+  }
+});

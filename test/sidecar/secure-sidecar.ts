@@ -1,0 +1,79 @@
+// The sidecar with auth on, as the healer controller sees it: a certificate for the controller
+// port, the flags that turn TLS and caller authentication on, TLS gRPC clients, a health check
+// that needs no token, and a raw unary call (bytes in, status out) for hostile requests.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { service as healthService } from "grpc-health-check";
+import { generate } from "selfsigned";
+import type { KubeApi } from "../kube/index.js";
+import { NAMESPACE } from "../support/fixtures.js";
+
+/** The audience the sidecar's callers' tokens must carry (--auth-audience). */
+export const AUDIENCE = "csi-addons-healer";
+/** The healer controller's identity. */
+export const HEALER_USER = `system:serviceaccount:${NAMESPACE}:healer-controller`;
+
+/** The healer controller's permission, which the sidecar's SubjectAccessReview asks about (not the sidecar's own). */
+export function allowHealer(kube: KubeApi): void {
+  kube.auth.allow(HEALER_USER, { verbs: ["update"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+}
+
+export interface TlsFiles {
+  caPem: string;
+  certFile: string;
+  keyFile: string;
+}
+
+/** A self-signed certificate for "localhost", written into `dir`. */
+export async function makeTlsFiles(dir: string): Promise<TlsFiles> {
+  const pems = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
+  const certFile = join(dir, "tls.crt");
+  const keyFile = join(dir, "tls.key");
+  writeFileSync(certFile, pems.cert);
+  writeFileSync(keyFile, pems.private);
+  return { caPem: pems.cert, certFile, keyFile };
+}
+
+/** Sidecar flags: auth on, our audience, the certificate from files. */
+export function authArgs(audience: string, tls: TlsFiles): string[] {
+  return ["--enable-auth=true", `--auth-audience=${audience}`, `--tls-cert-file=${tls.certFile}`, `--tls-key-file=${tls.keyFile}`];
+}
+
+/** Channel options for a TLS client of a sidecar listening on 127.0.0.1 with a "localhost" certificate. */
+export const TLS_CLIENT_OPTIONS: grpc.ChannelOptions = { "grpc.ssl_target_name_override": "localhost", "grpc.default_authority": "localhost" };
+
+export function tlsCredentials(tls: TlsFiles): grpc.ChannelCredentials {
+  return grpc.credentials.createSsl(Buffer.from(tls.caPem));
+}
+
+const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
+
+/** grpc.health.v1 Check without a token; "" when the call fails. */
+export function checkHealth(address: string, creds: grpc.ChannelCredentials, options: grpc.ChannelOptions = {}, service = ""): Promise<string> {
+  const c = new HealthClient(address, creds, options);
+  return new Promise<string>((resolve) =>
+    (c as unknown as { check: Function }).check({ service }, { deadline: Date.now() + 3000 }, (err: Error | null, res: { status: string }) => {
+      c.close();
+      resolve(err ? "" : res.status);
+    }),
+  );
+}
+
+export interface RawOutcome {
+  code: grpc.status;
+  details: string;
+}
+
+const identity = (b: Buffer) => b;
+
+/** A unary call with the request body as given (no serializer) and any metadata; resolves with the status. */
+export function rawUnary(client: grpc.Client, path: string, body: Buffer, metadata: Record<string, string | Buffer> = {}, deadlineMs = 10_000): Promise<RawOutcome> {
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(path, identity, identity, body, md, { deadline: Date.now() + deadlineMs }, (err) =>
+      resolve(err ? { code: err.code, details: err.details } : { code: grpc.status.OK, details: "" }),
+    );
+  });
+}
