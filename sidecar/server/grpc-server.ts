@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
+import { protoPath as healthProtoPath } from "grpc-health-check";
 import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
 import type { Readiness } from "../health/readiness.js";
@@ -42,7 +43,8 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
     Object.fromEntries(Object.entries(identity).map(([name, def]) => [name, unaryHandler(def.path, identityHandlers[name]!, middlewares, logger)])),
   );
   deps.readiness.health.addToServer(server);
-  new ReflectionService(loadDescriptors()).addToServer(server);
+  // Only what this server answers: the imported driver-facing and CSI services are not served here.
+  new ReflectionService(loadDescriptors(), { services: [...SERVED] }).addToServer(server);
   return server;
 }
 
@@ -52,12 +54,13 @@ export function bindServer(server: grpc.Server, address: string, creds: grpc.Ser
   );
 }
 
+const SERVED = ["sidecar.v1.VolumeHealer", "identity.Identity", "grpc.health.v1.Health"] as const;
+
 function loadDescriptors(): protoLoader.PackageDefinition {
-  const root = protoRoot();
-  return protoLoader.loadSync(["sidecar/v1/healer.proto", "identity/identity.proto"], {
-    includeDirs: [root],
-    keepCase: true,
-  });
+  return {
+    ...protoLoader.loadSync(["sidecar/v1/healer.proto", "identity/identity.proto"], { includeDirs: [protoRoot()], keepCase: true }),
+    ...protoLoader.loadSync(healthProtoPath, { keepCase: true }),
+  };
 }
 
 /** proto/ ships beside sidecar/ both in the repository and in the image (dist/ is one level deeper). */

@@ -4,6 +4,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { createRequire } from "node:module";
 import { startKubeApi, type KubeApi } from "../kube/index.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
@@ -71,4 +73,21 @@ test("the sidecar itself decodes the known capabilities: health offered, heal no
   assert.match((r as { details: string }).details, /raw\.csi\.example\.com does not offer the VolumeHealer HEAL_VOLUME capability/);
   const h = await call(client, client.getVolumeHealth, { pvName: "pv-any" });
   assert.equal((h as { code: number }).code, grpc.status.NOT_FOUND, "past the capability check: the PV lookup answers");
+});
+
+test("gRPC reflection lists exactly the services this port serves", async () => {
+  const file = createRequire(import.meta.url).resolve("@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
+  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true })) as any;
+  const client = new pkg.grpc.reflection.v1.ServerReflection(sidecar.address, grpc.credentials.createInsecure());
+  const names = await new Promise<string[]>((resolve, reject) => {
+    const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
+    stream.on("data", (r: any) => {
+      resolve(r.list_services_response.service.map((s: { name: string }) => s.name).sort());
+      stream.end();
+    });
+    stream.on("error", reject);
+    stream.write({ list_services: "" });
+  });
+  client.close();
+  assert.deepEqual(names, ["grpc.health.v1.Health", "identity.Identity", "sidecar.v1.VolumeHealer"]);
 });
