@@ -3,9 +3,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { waitFor } from "./wait.js";
+import { StopWaiting, waitFor } from "./wait.js";
 
 export const repoRoot = new URL("../..", import.meta.url).pathname;
+const TSX = import.meta.resolve("tsx");
 
 export interface Proc {
   readonly child: ChildProcess;
@@ -22,7 +23,8 @@ export interface Proc {
 
 /** Runs a TypeScript entry point of this repository (path relative to the repo root). */
 export function startTs(entry: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
-  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, entry), ...args], {
+  // tsx by absolute URL, so a child started in another working directory still finds it.
+  const child = spawn(process.execPath, ["--import", TSX, join(repoRoot, entry), ...args], {
     cwd: opts.cwd ?? repoRoot,
     env: { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -48,7 +50,7 @@ export function startTs(entry: string, args: string[], opts: { env?: NodeJS.Proc
       };
       await waitFor(`output ${String(text)} from ${entry}`, () => {
         if (matches()) return true;
-        if (done) throw new Error(`${entry} exited; output:\n${out}${err}`);
+        if (done) throw new StopWaiting(`${entry} exited before printing ${String(text)}; output:\n${out}${err}`);
         return false;
       }, { timeoutMs });
     },

@@ -1,4 +1,7 @@
 // Condition polling with a deadline: the only way tests synchronise with processes.
+
+/** Thrown by a probe when waiting longer cannot help (the process died): ends the wait at once. */
+export class StopWaiting extends Error {}
 export async function waitFor<T>(
   what: string,
   probe: () => T | undefined | null | false | Promise<T | undefined | null | false>,
@@ -11,6 +14,7 @@ export async function waitFor<T>(
       const v = await probe();
       if (v !== undefined && v !== null && v !== false) return v;
     } catch (err) {
+      if (err instanceof StopWaiting) throw err;
       lastError = err;
     }
     if (Date.now() > deadline) {
