@@ -18,7 +18,7 @@ import {
 import type { CallContext } from "../server/context.js";
 import { Limiter } from "./limiter.js";
 import { isDnsSubdomain } from "./names.js";
-import { fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
+import { fetchPublishContext, fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
 import { SingleFlight } from "./single-flight.js";
 
 export interface HealerServiceDeps {
@@ -100,6 +100,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
           }
         }
         const secrets = await fetchStageSecrets(deps.resolver, vol, signal);
+        const publishContext = await fetchPublishContext(deps.resolver, vol, signal);
         const res = await deps.driver.call(
           VolumeHealerNodeService.nodeHealVolume,
           {
@@ -109,7 +110,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
             volumeCapability: vol.capability,
             secrets,
             volumeContext: vol.volumeContext,
-            publishContext: vol.publishContext,
+            publishContext,
           },
           ctx.deadline,
           signal,

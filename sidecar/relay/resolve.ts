@@ -1,6 +1,6 @@
 // Steps 3-6 of DESIGN 4.4: from a PV name to everything the driver needs, with precise errors.
 import { failedPrecondition, notFound } from "../errors.js";
-import type { KubeApi, PersistentVolume } from "../kube/api.js";
+import type { KubeApi, PersistentVolume, VolumeAttachment } from "../kube/api.js";
 import type { VolumeCapability } from "../../proto/gen/csi/v1/csi.js";
 import { isBlock, volumeCapability } from "./capability.js";
 import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
@@ -12,8 +12,10 @@ export interface ResolvedVolume {
   volumeId: string;
   stagingTargetPath: string;
   volumeContext: Record<string, string>;
-  publishContext: Record<string, string>;
   capability: VolumeCapability;
+  /** The VolumeAttachment named for this node: null when there is none, undefined while not read yet. */
+  attachment: VolumeAttachment | null | undefined;
+  attachmentName: string;
   /** nodeStageSecretRef; read only when a heal needs it (fetchStageSecrets). */
   secretRef: { namespace: string; name: string } | undefined;
 }
@@ -40,15 +42,17 @@ export async function resolveVolume(
   if (csi.driver !== driverName) {
     throw failedPrecondition(`PersistentVolume ${pvName} belongs to driver ${csi.driver}, not ${driverName}`);
   }
-  const publishContext = await onThisNode(deps, pv, driverName, signal);
+  const attachmentName = volumeAttachmentName(csi.volumeHandle, driverName, deps.nodeName);
+  const attachment = await onThisNode(deps, pv, driverName, attachmentName, signal);
   const ref = csi.nodeStageSecretRef;
   return {
     pvName,
     volumeId: csi.volumeHandle,
     stagingTargetPath: stagingPath(deps.stagingRoot, pvName, driverName, csi.volumeHandle, isBlock(pv)),
     volumeContext: csi.volumeAttributes ?? {},
-    publishContext,
     capability: volumeCapability(pv),
+    attachment,
+    attachmentName,
     secretRef: ref?.name ? { namespace: ref.namespace, name: ref.name } : undefined,
   };
 }
@@ -62,17 +66,35 @@ export async function fetchStageSecrets(deps: ResolverDeps, vol: ResolvedVolume,
   return data;
 }
 
-/** The publish context when the volume is attached to this node; throws when it is not here. */
-async function onThisNode(deps: ResolverDeps, pv: PersistentVolume, driverName: string, signal: AbortSignal): Promise<Record<string, string>> {
+/**
+ * Step 4: is the volume on this node? The watched Node's volumesInUse answers without a request;
+ * otherwise the VolumeAttachment named for this node must say attached. Returns the attachment when
+ * it had to be read (undefined when the Node alone answered).
+ */
+async function onThisNode(
+  deps: ResolverDeps,
+  pv: PersistentVolume,
+  driverName: string,
+  vaName: string,
+  signal: AbortSignal,
+): Promise<VolumeAttachment | null | undefined> {
   const handle = pv.spec.csi!.volumeHandle;
-  const vaName = volumeAttachmentName(handle, driverName, deps.nodeName);
-  const va = await deps.kube.getVolumeAttachment(vaName, signal);
-  if (va?.status?.attached) return va.status.attachmentMetadata ?? {};
-  // Drivers without an attach step have no VolumeAttachment; the kubelet lists the volume instead.
   const node = await deps.nodes.get(signal);
-  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return {};
+  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return undefined;
+  const va = (await deps.kube.getVolumeAttachment(vaName, signal)) ?? null;
+  if (va?.status?.attached) return va;
   throw failedPrecondition(
     `volume ${handle} of PersistentVolume ${pv.metadata.name} is not in use on node ${deps.nodeName}` +
       (va ? ` (VolumeAttachment ${vaName} is not attached)` : ""),
   );
+}
+
+/** NodeStageVolume's publish_context: the attachment's metadata; empty for drivers without an attach step. */
+export async function fetchPublishContext(deps: ResolverDeps, vol: ResolvedVolume, signal: AbortSignal): Promise<Record<string, string>> {
+  const va = vol.attachment !== undefined ? vol.attachment : ((await deps.kube.getVolumeAttachment(vol.attachmentName, signal)) ?? null);
+  if (!va) return {};
+  if (!va.status?.attached) {
+    throw failedPrecondition(`VolumeAttachment ${vol.attachmentName} of PersistentVolume ${vol.pvName} is not attached`);
+  }
+  return va.status.attachmentMetadata ?? {};
 }

@@ -144,6 +144,15 @@ describe("healing relay", () => {
     assert.deepEqual((hv!.request as any).publishContext ?? {}, {});
   });
 
+  test("Kubernetes API cost: a health check of a volume the Node lists costs one read; a heal two (PV, VolumeAttachment)", async () => {
+    kube.counters.reset();
+    assert.ok((await health("pv-noattach")).ok);
+    assert.deepEqual(kube.counters.snapshot(), { "get persistentvolumes": 1 });
+    kube.counters.reset();
+    assert.ok((await heal("pv-block")).ok);
+    assert.deepEqual(kube.counters.snapshot(), { "get persistentvolumes": 1, "get volumeattachments": 1 });
+  });
+
   // Every error row of DESIGN 4.4: the code, a message naming the object, and whether the driver was called.
   const rows: { name: string; run: () => Promise<any>; code: grpc.status; message: RegExp; volume?: string; driverCalled: boolean }[] = [
     { name: "invalid PV name", run: () => heal("../../etc/passwd"), code: grpc.status.INVALID_ARGUMENT, message: /not a valid PersistentVolume name/, driverCalled: false },
