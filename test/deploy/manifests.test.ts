@@ -137,12 +137,12 @@ describe("RBAC", () => {
     assert.deepEqual(table(rules.namespaced), [
       "apps/replicasets: get",
       "core/pods: get",
-      "csiaddons.openshift.io/csiaddonsnodes: get,list,watch,create,update,delete",
+      "csiaddons.openshift.io/csiaddonsnodes: get,watch,create,update,delete",
     ]);
     assert.deepEqual(table(rules.cluster), [
       "authentication.k8s.io/tokenreviews: create",
       "authorization.k8s.io/subjectaccessreviews: create",
-      "core/nodes: get,list,watch",
+      "core/nodes: get,watch",
       "core/persistentvolumes: get",
       "core/secrets: get",
       "storage.k8s.io/volumeattachments: get",
