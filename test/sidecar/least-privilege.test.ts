@@ -249,7 +249,7 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "get replicasets": { step: STEPS[0] },
   "get persistentvolumes": { step: STEPS[1], code: "INTERNAL" },
   "get volumeattachments": { step: STEPS[1], code: "INTERNAL" },
-  "get nodes": { step: STEPS[3], code: "INTERNAL" },
+  "get nodes": { step: STEPS[1], code: "INTERNAL" }, // the watched Node is asked first
   "watch nodes": { step: STEPS[4] },
   "get secrets": { step: STEPS[2], code: "INTERNAL" },
   "create tokenreviews": { step: STEPS[1], code: "UNAVAILABLE" },
