@@ -1,0 +1,30 @@
+// kubeconfig files for the server: one for the admin token, more for other identities, so a
+// process under test can be started with the credentials a test gives it.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+
+export function kubeconfigYaml(server: string, user: string, token: string, caData?: string): string {
+  const cluster: Record<string, string | boolean> = { server };
+  if (caData) cluster["certificate-authority-data"] = caData;
+  else if (server.startsWith("http:")) cluster["insecure-skip-tls-verify"] = true;
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "kube-api", cluster }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: `${user}@kube-api`, context: { cluster: "kube-api", user, namespace: "default" } }],
+    "current-context": `${user}@kube-api`,
+    preferences: {},
+  });
+}
+
+let counter = 0;
+
+/** Writes a kubeconfig into `dir` and returns its path. */
+export function writeKubeconfigFile(dir: string, server: string, user: string, token: string, caData?: string): string {
+  const safe = user.replace(/[^A-Za-z0-9._-]/g, "_");
+  const path = join(dir, `kubeconfig-${safe}-${++counter}.yaml`);
+  writeFileSync(path, kubeconfigYaml(server, user, token, caData), { mode: 0o600 });
+  return path;
+}

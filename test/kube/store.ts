@@ -1,0 +1,145 @@
+// Raw storage, the way etcd + the watch cache behave for the API server: one global revision
+// counter (resourceVersion), ordered keys, a bounded event history (older revisions are
+// "compacted", which is what makes a too-old resourceVersion answer 410), and watchers that see
+// every committed change in commit order. It knows nothing of validation or HTTP.
+import { clone, metaOf, type Obj } from "./json.js";
+
+export type EventType = "ADDED" | "MODIFIED" | "DELETED";
+export interface StoreEvent {
+  rv: number;
+  type: EventType;
+  /** storageKey of the resource ("group/plural"). */
+  key: string;
+  namespace: string;
+  name: string;
+  object: Obj;
+  /** The object before this change (undefined for ADDED): lets list reconstruct past states. */
+  prev?: Obj;
+}
+
+export interface Watcher {
+  key: string;
+  onEvent(e: StoreEvent): void;
+  close(): void;
+}
+
+const objKey = (ns: string | undefined, name: string) => `${ns ?? ""}/${name}`;
+
+export class Store {
+  private rv = 0;
+  private readonly data = new Map<string, Map<string, Obj>>();
+  private readonly history: StoreEvent[] = [];
+  /** Every event with rv <= compactedRv is gone from history. */
+  private compactedRv = 0;
+  private readonly watchers = new Set<Watcher>();
+  private readonly listeners: ((e: StoreEvent) => void)[] = [];
+
+  constructor(private readonly historyLimit = 1000) {}
+
+  currentRv(): number {
+    return this.rv;
+  }
+
+  get oldestAvailableRv(): number {
+    return this.compactedRv;
+  }
+
+  get(key: string, ns: string | undefined, name: string): Obj | undefined {
+    return clone(this.data.get(key)?.get(objKey(ns, name)));
+  }
+
+  /** Objects in key order (namespace, then name), as etcd returns a range. */
+  list(key: string, ns?: string): Obj[] {
+    const m = this.data.get(key);
+    if (!m) return [];
+    return [...m.entries()]
+      .filter(([k]) => ns === undefined || k.startsWith(`${ns}/`))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, o]) => clone(o));
+  }
+
+  count(key: string, ns?: string): number {
+    return this.list(key, ns).length;
+  }
+
+  /**
+   * The objects of `key` as they were at revision `rv` (for paginated lists, which read one
+   * consistent snapshot); undefined when that revision has been compacted away.
+   */
+  listAt(key: string, rv: number): Obj[] | undefined {
+    if (rv < this.compactedRv) return undefined;
+    const state = new Map<string, Obj>();
+    for (const o of this.list(key)) state.set(objKey(metaOf(o).namespace as string | undefined, String(metaOf(o).name)), o);
+    for (let i = this.history.length - 1; i >= 0 && this.history[i].rv > rv; i--) {
+      const e = this.history[i];
+      if (e.key !== key) continue;
+      const k = objKey(e.namespace || undefined, e.name);
+      if (e.prev) state.set(k, clone(e.prev));
+      else state.delete(k);
+    }
+    return [...state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+  }
+
+  /** Events of `key` after `rv`, or undefined when some of them were compacted (→ 410 Gone). */
+  eventsSince(key: string, rv: number): StoreEvent[] | undefined {
+    if (rv < this.compactedRv) return undefined;
+    return this.history.filter((e) => e.rv > rv && e.key === key).map((e) => ({ ...e, object: clone(e.object), prev: clone(e.prev) }));
+  }
+
+  /** Writes `obj` (ADDED or MODIFIED) with a fresh resourceVersion; returns the stored copy. */
+  put(key: string, obj: Obj): Obj {
+    const meta = metaOf(obj);
+    const ns = (meta.namespace as string | undefined) || undefined;
+    const name = String(meta.name);
+    let m = this.data.get(key);
+    if (!m) this.data.set(key, (m = new Map()));
+    const prev = m.get(objKey(ns, name));
+    const stored = clone(obj);
+    metaOf(stored).resourceVersion = String(++this.rv);
+    m.set(objKey(ns, name), stored);
+    this.emit({ rv: this.rv, type: prev ? "MODIFIED" : "ADDED", key, namespace: ns ?? "", name, object: clone(stored), prev: clone(prev) });
+    return clone(stored);
+  }
+
+  /**
+   * Removes an object; the DELETED event and the returned copy carry the deletion's revision.
+   * `finalState` is what the object looked like when it went (the update that removed its last
+   * finalizer), else its stored state.
+   */
+  remove(key: string, ns: string | undefined, name: string, finalState?: Obj): Obj | undefined {
+    const m = this.data.get(key);
+    const prev = m?.get(objKey(ns, name));
+    if (!m || !prev) return undefined;
+    m.delete(objKey(ns, name));
+    const gone = clone(finalState ?? prev);
+    metaOf(gone).resourceVersion = String(++this.rv);
+    this.emit({ rv: this.rv, type: "DELETED", key, namespace: ns ?? "", name, object: clone(gone), prev: clone(prev) });
+    return gone;
+  }
+
+  private emit(e: StoreEvent): void {
+    this.history.push(e);
+    while (this.history.length > this.historyLimit) this.compactedRv = this.history.shift()!.rv;
+    for (const w of this.watchers) if (w.key === e.key) w.onEvent({ ...e, object: clone(e.object), prev: clone(e.prev) });
+    for (const l of this.listeners) l(e);
+  }
+
+  /** Internal subscribers (the built-in controllers) see every event of every key. */
+  onEvent(listener: (e: StoreEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  watch(w: Watcher): () => void {
+    this.watchers.add(w);
+    return () => this.watchers.delete(w);
+  }
+
+  /** Ends open watches (all, or those of one resource when its CRD goes away). */
+  closeWatchers(key?: string): void {
+    for (const w of [...this.watchers]) {
+      if (key !== undefined && w.key !== key) continue;
+      this.watchers.delete(w);
+      w.close();
+    }
+  }
+}
