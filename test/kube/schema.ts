@@ -229,7 +229,7 @@ export function checkSchema(s: Schema, path: string, nested = false): FieldError
   const errs: FieldError[] = [];
   const at = (k: string) => `${path}.${k}`;
   for (const k of Object.keys(s))
-    if (!knownKeys.has(k)) errs.push({ type: "FieldValueForbidden", field: at(k), detail: `${k} is not supported by this in-memory API server` });
+    if (!knownKeys.has(k) && s[k] !== undefined) errs.push({ type: "FieldValueForbidden", field: at(k), detail: `${k} is not supported by this in-memory API server` });
   const open = s["x-kubernetes-int-or-string"] || s["x-kubernetes-preserve-unknown-fields"];
   if (!s.type && !open && !nested) errs.push({ type: "FieldValueRequired", field: at("type"), detail: "must not be empty for specified object fields" });
   if (s.type && !types.includes(s.type)) errs.push({ type: "FieldValueNotSupported", field: at("type"), badValue: s.type, detail: `supported values: ${types.map((t) => `"${t}"`).join(", ")}` });

@@ -1,7 +1,7 @@
 // Shared setup for the kube-api tests: a server per suite, @kubernetes/client-node clients bound
 // to a kubeconfig, and helpers that turn a rejected call into (HTTP code, parsed Status) so each
 // test can assert the exact answer a real API server gives.
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import {
   ApiException,
@@ -12,19 +12,20 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  loadAllYaml,
   PatchStrategy,
   setHeaderOptions,
   StorageV1Api,
   Watch,
 } from "@kubernetes/client-node";
 import type { Status } from "./status.js";
-import { readManifests } from "./seed.js";
 
 export const upstreamCrdFile = fileURLToPath(new URL("../../../shared/reference/upstream-csiaddonsnodes-crd.yaml", import.meta.url));
 export const ownCrdFile = fileURLToPath(new URL("../../deploy/crd/csiaddons.openshift.io_csiaddonsnodes.yaml", import.meta.url));
 /** The CRDs the project must work with; ours only once a colleague has written it. */
 export const crdFiles = existsSync(ownCrdFile) ? [upstreamCrdFile, ownCrdFile] : [upstreamCrdFile];
-export const upstreamCrd = () => readManifests(upstreamCrdFile)[0];
+/** The upstream CRD as client-node's typed model (loadAllYaml maps x-kubernetes-* to its field names). */
+export const upstreamCrd = (): any => loadAllYaml(readFileSync(upstreamCrdFile, "utf8"))[0];
 
 export const G = "csiaddons.openshift.io";
 export const V = "v1alpha1";

@@ -1,0 +1,133 @@
+// CustomResourceDefinitions: registration through the API (a path exists only while its CRD
+// does), openAPIV3Schema validation with exact 422 causes, pruning, the `self == oldSelf`
+// immutability rules, and refusal of schema features this server would not enforce. The
+// CSIAddonsNode rules run against every CRD the project must satisfy (upstream's and ours).
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { startKubeApi, type KubeApi } from "./server.js";
+import { readManifests } from "./seed.js";
+import { type Clients, clients, cn, crdFiles, csiNode, failure, G, P, upstreamCrd, V } from "./testkit.js";
+
+let api: KubeApi;
+let c: Clients;
+before(async () => {
+  api = await startKubeApi();
+  c = clients(api.kubeconfigPath);
+});
+after(() => api.stop());
+
+const createNode = (body: any, ns = "default") => c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body }) as Promise<any>;
+
+describe("CRD registration", () => {
+  test("the custom resource path is 404 before its CRD, served after, and gone (with its objects) after CRD deletion", async () => {
+    const before404 = await failure(c.custom.listNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default" }));
+    assert.equal(before404.code, 404);
+    assert.deepEqual(before404.status, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "the server could not find the requested resource", reason: "NotFound", details: {}, code: 404 });
+
+    await c.crds.createCustomResourceDefinition({ body: upstreamCrd() });
+    const crd = await c.crds.readCustomResourceDefinition({ name: `${P}.${G}` });
+    assert.ok(crd.status?.conditions?.some((x) => x.type === "Established" && x.status === "True"));
+    await createNode(csiNode("reg-1"));
+    const list: any = await c.custom.listNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default" });
+    assert.deepEqual(list.items.map((o: any) => o.metadata.name), ["reg-1"]);
+    const groups = await c.crds.getAPIResources();
+    assert.ok(groups.resources.some((r) => r.name === "customresourcedefinitions"));
+
+    await c.crds.deleteCustomResourceDefinition({ name: `${P}.${G}` });
+    assert.equal((await failure(c.crds.readCustomResourceDefinition({ name: `${P}.${G}` }))).code, 404);
+    assert.deepEqual((await failure(c.custom.getNamespacedCustomObject(cn("reg-1")))).status.message, "the server could not find the requested resource");
+    // Its objects went with it: a new CRD of the same name starts empty.
+    await c.crds.createCustomResourceDefinition({ body: upstreamCrd() });
+    const again: any = await c.custom.listNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default" });
+    assert.deepEqual(again.items, []);
+    await c.crds.deleteCustomResourceDefinition({ name: `${P}.${G}` });
+  });
+
+  test("a CRD with a CEL rule other than self == oldSelf is refused, not silently unenforced", async () => {
+    const crd: any = upstreamCrd();
+    crd.metadata.name = `widgets.example.com`;
+    crd.spec.group = "example.com";
+    crd.spec.names = { kind: "Widget", plural: "widgets", singular: "widget", listKind: "WidgetList" };
+    crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.x_kubernetes_validations = [{ rule: "self.driver.name.startsWith('a')" }];
+    const f = await failure(c.crds.createCustomResourceDefinition({ body: crd }));
+    assert.equal(f.code, 422);
+    assert.equal(f.status.reason, "Invalid");
+    assert.deepEqual(f.status.details?.causes?.map((x) => [x.reason, x.field]), [
+      ["FieldValueForbidden", "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"],
+    ]);
+    assert.match(f.status.message!, /implements only the CEL rule "self == oldSelf"/);
+  });
+
+  test("a CRD whose name is not <plural>.<group> or whose schema lacks a type is refused", async () => {
+    const crd: any = upstreamCrd();
+    crd.metadata.name = "wrong.example.com";
+    crd.spec.group = "example.com";
+    delete crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.type;
+    const f = await failure(c.crds.createCustomResourceDefinition({ body: crd }));
+    assert.equal(f.code, 422);
+    assert.deepEqual(f.status.details?.causes?.map((x) => [x.reason, x.field]).sort(), [
+      ["FieldValueInvalid", "metadata.name"],
+      ["FieldValueRequired", "spec.versions[0].schema.openAPIV3Schema.properties[spec].type"],
+    ]);
+  });
+});
+
+for (const file of crdFiles) {
+  describe(`CSIAddonsNode against ${file.split("/").slice(-2).join("/")}`, () => {
+    const ns = `ns-${crdFiles.indexOf(file)}`;
+    before(async () => {
+      for (const crd of readManifests(file)) {
+        const name = (crd.metadata as any).name;
+        if (!api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", undefined, name)) await api.create(crd);
+      }
+      if (!api.get("v1", "Namespace", undefined, ns)) await api.create({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    });
+
+    test("a missing required field → 422 Invalid with the field path", async () => {
+      const body = csiNode("req-1", ns);
+      delete body.spec.driver.nodeID;
+      const f = await failure(createNode(body, ns));
+      assert.equal(f.code, 422);
+      assert.deepEqual(f.status, {
+        kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
+        message: 'CSIAddonsNode.csiaddons.openshift.io "req-1" is invalid: spec.driver.nodeID: Required value',
+        reason: "Invalid",
+        details: { name: "req-1", group: G, kind: "CSIAddonsNode", causes: [{ reason: "FieldValueRequired", message: "Required value", field: "spec.driver.nodeID" }] },
+        code: 422,
+      });
+    });
+
+    test("a wrong type → 422 FieldValueTypeInvalid", async () => {
+      const f = await failure(createNode(csiNode("type-1", ns, { name: 42 }), ns));
+      assert.equal(f.code, 422);
+      assert.deepEqual(f.status.details?.causes, [
+        { reason: "FieldValueTypeInvalid", message: 'Invalid value: "integer": spec.driver.name in body must be of type string: "integer"', field: "spec.driver.name" },
+      ]);
+    });
+
+    test("unknown fields are pruned (and refused with fieldValidation=Strict)", async () => {
+      const body = csiNode("prune-1", ns);
+      body.spec.extra = "x";
+      body.spec.driver.port = 9;
+      body.topLevel = true;
+      const created = await createNode(body, ns);
+      assert.equal(created.spec.extra, undefined);
+      assert.equal(created.spec.driver.port, undefined);
+      assert.equal(created.topLevel, undefined);
+      const f = await failure(c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body: { ...body, metadata: { name: "prune-2", namespace: ns } }, fieldValidation: "Strict" }));
+      assert.equal(f.code, 400);
+      assert.equal(f.status.reason, "BadRequest");
+      assert.equal(f.status.message, 'strict decoding error: unknown field "spec.driver.port", unknown field "spec.extra", unknown field "topLevel"');
+    });
+
+    test("spec.driver.name and spec.driver.nodeID are immutable (self == oldSelf) → 422; the endpoint may change", async () => {
+      const created = await createNode(csiNode("imm-1", ns), ns);
+      const moved: any = await c.custom.replaceNamespacedCustomObject({ ...cn("imm-1", ns), body: { ...created, spec: { driver: { ...created.spec.driver, endpoint: "pod://other.default:1" } } } });
+      for (const [field, message] of [["name", "name is immutable"], ["nodeID", "nodeID is immutable"]]) {
+        const f = await failure(c.custom.replaceNamespacedCustomObject({ ...cn("imm-1", ns), body: { ...moved, spec: { driver: { ...moved.spec.driver, [field]: "changed" } } } }));
+        assert.equal(f.code, 422);
+        assert.deepEqual(f.status.details?.causes, [{ reason: "FieldValueInvalid", message: `Invalid value: "string": ${message}`, field: `spec.driver.${field}` }]);
+      }
+    });
+  });
+}
