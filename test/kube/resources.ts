@@ -28,7 +28,8 @@ export interface ResourceType {
   nameRule: NameRule;
   /** metadata.generation is 1 on create and bumps when anything but metadata (and status) changes. */
   tracksGeneration: boolean;
-  /** What status an object created through the API gets; undefined = keep what the client sent. */
+  /** What status an object created through the API gets (the zero value of its Go status type, as
+   *  serialised); undefined = keep what the client sent. */
   statusOnCreate?: () => unknown;
   /** The real registry answers a finished delete with the object instead of a Status for these. */
   returnDeletedObject?: boolean;
@@ -86,10 +87,10 @@ const defs: Def[] = [
   { gv: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, shortNames: ["pv"], status: true, statusOnCreate: () => ({ phase: "Pending" }), returnDeletedObject: true },
   { gv: "v1", plural: "secrets", kind: "Secret", namespaced: true, normalize: secretNormalize },
   { gv: "v1", plural: "events", kind: "Event", namespaced: true, shortNames: ["ev"], nameRule: "any" },
-  { gv: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: ["ds"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({}) },
+  { gv: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: ["ds"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }) },
   { gv: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, shortNames: ["deploy"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({}) },
-  { gv: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, shortNames: ["rs"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({}) },
-  { gv: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: ["sts"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({}) },
+  { gv: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, shortNames: ["rs"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ replicas: 0 }) },
+  { gv: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: ["sts"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ replicas: 0, availableReplicas: 0 }) },
   { gv: "storage.k8s.io/v1", plural: "volumeattachments", kind: "VolumeAttachment", namespaced: false, status: true, statusOnCreate: () => undefined },
   { gv: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true },
   { gv: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, shortNames: ["crd", "crds"], categories: ["api-extensions"], status: true, generation: true },
