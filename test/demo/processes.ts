@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
-import { repoRoot } from "../support/proc.js";
+import { repoRoot, terminate } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
 
 export interface LogLine {
@@ -127,16 +127,7 @@ export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProce
     async waitReadyz(status, timeoutMs = 30_000) {
       await waitWhileRunning(`the sidecar's /readyz to answer ${status}`, async () => (await readyz().catch(() => undefined))?.status === status, timeoutMs);
     },
-    async stop(graceMs = 10_000) {
-      if (!running()) return exited;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    stop: (graceMs = 10_000) => (running() ? terminate(child, exited, graceMs) : exited),
   };
 }
 

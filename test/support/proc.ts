@@ -54,18 +54,20 @@ export function startTs(entry: string, args: string[], opts: { env?: NodeJS.Proc
         return false;
       }, { timeoutMs });
     },
-    async stop(graceMs = 5_000) {
-      if (done) return exited;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    stop: (graceMs = 5_000) => (done ? exited : terminate(child, exited, graceMs)),
   };
   return proc;
+}
+
+/** SIGTERM, then SIGKILL after graceMs; resolves with what `exited` resolves with. */
+export async function terminate<T>(child: ChildProcess, exited: Promise<T>, graceMs: number): Promise<T> {
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  try {
+    return await exited;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A fresh temporary directory for sockets, state and logs of one test. */
