@@ -1,18 +1,17 @@
 // Authentication (401), RBAC-like authorization (403 with the real message), TokenReview and
 // SubjectAccessReview answered from the token table and allow rules — all over HTTP.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { ApiException } from "@kubernetes/client-node";
 import { KUBE_API_AUDIENCE } from "./auth.js";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, cn, csiNode, failure, G, P, upstreamCrdFile, V } from "./testkit.js";
+import type { KubeApi } from "./server.js";
+import { type Clients, clients, kubeSuite, cn, csiNode, failure, G, P, upstreamCrdFile, V } from "./testkit.js";
 
 let api: KubeApi;
 let admin: Clients;
 let user: Clients;
-before(async () => {
-  api = await startKubeApi({ crdFiles: [upstreamCrdFile], requireRbac: true });
-  admin = clients(api.kubeconfigPath);
+kubeSuite({ crdFiles: [upstreamCrdFile], requireRbac: true }, async (k) => {
+  ({ api, c: admin } = k);
   api.auth.addToken("user-token", { username: "alice", uid: "u-1", groups: ["team"] });
   api.auth.addToken("sidecar-token", { username: "system:serviceaccount:csi:healer", groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
   api.auth.addToken("caller-token", { username: "controller", audiences: ["csi-addons"] });
@@ -20,7 +19,6 @@ before(async () => {
   user = clients(api.writeKubeconfig("user-token", "alice"));
   await api.create(csiNode("existing"));
 });
-after(() => api.stop());
 
 describe("authentication", () => {
   test("an unknown token → 401 Unauthorized Status (and it is not counted)", async () => {

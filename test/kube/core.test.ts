@@ -2,22 +2,20 @@
 // (status in the object), persistentvolumes, volumeattachments (status only via /status), secrets
 // (stringData), events, pods (schema-validated), apps owners, leases and namespaces.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, failure, strategicPatch } from "./testkit.js";
+import { describe, test } from "node:test";
+import type { KubeApi } from "./server.js";
+import { type Clients, kubeSuite, failure, strategicPatch } from "./testkit.js";
 
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi({
+kubeSuite({
     seed: [
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "csi" } },
       { apiVersion: "v1", kind: "Node", metadata: { name: "node-1" }, status: { volumesInUse: ["kubernetes.io/csi/drv^vol-1"] } },
     ],
-  });
-  c = clients(api.kubeconfigPath);
+  }, async (k) => {
+  ({ api, c } = k);
 });
-after(() => api.stop());
 
 describe("core and storage resources", () => {
   test("a Node's status (volumesInUse) is part of the object; PUT of the node keeps it", async () => {

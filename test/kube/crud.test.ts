@@ -2,17 +2,15 @@
 // @kubernetes/client-node: exact status codes and Status objects, resourceVersion, server-set
 // metadata, generation, the status subresource and finalizers.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, cn, csiNode, failure, G, jsonPatch, mergePatch, P, strategicPatch, upstreamCrdFile, V } from "./testkit.js";
+import { describe, test } from "node:test";
+import type { KubeApi } from "./server.js";
+import { type Clients, kubeSuite, cn, csiNode, failure, G, jsonPatch, mergePatch, P, strategicPatch, upstreamCrdFile, V } from "./testkit.js";
 
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi({ crdFiles: [upstreamCrdFile] });
-  c = clients(api.kubeconfigPath);
+kubeSuite({ crdFiles: [upstreamCrdFile] }, async (k) => {
+  ({ api, c } = k);
 });
-after(() => api.stop());
 
 const create = (name: string, ns = "default", driver = {}) =>
   c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body: csiNode(name, ns, driver) }) as Promise<any>;

@@ -5,19 +5,17 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { ApisApi, CoreApi, VersionApi } from "@kubernetes/client-node";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, G, P, upstreamCrdFile, V } from "./testkit.js";
+import type { KubeApi } from "./server.js";
+import { type Clients, kubeSuite, G, P, upstreamCrdFile, V } from "./testkit.js";
 import { tempDir } from "../support/proc.js";
 
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi({ crdFiles: [upstreamCrdFile] });
-  c = clients(api.kubeconfigPath);
+kubeSuite({ crdFiles: [upstreamCrdFile] }, async (k) => {
+  ({ api, c } = k);
 });
-after(() => api.stop());
 
 async function getJson(path: string): Promise<any> {
   const opts = await c.kc.applyToFetchOptions({});

@@ -2,19 +2,17 @@
 // Status answers, added latency, the server refusing connections and coming back on the same
 // port, and exact per-(verb, resource) counts of what a client sent.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, cn, csiNode, failure, G, mergePatch, nodesPath, P, recordWatch, upstreamCrdFile, V } from "./testkit.js";
+import { describe, test } from "node:test";
+import type { KubeApi } from "./server.js";
+import { type Clients, kubeSuite, cn, csiNode, failure, G, mergePatch, nodesPath, P, recordWatch, upstreamCrdFile, V } from "./testkit.js";
 import { waitFor } from "../support/wait.js";
 
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi({ crdFiles: [upstreamCrdFile] });
-  c = clients(api.kubeconfigPath);
+kubeSuite({ crdFiles: [upstreamCrdFile] }, async (k) => {
+  ({ api, c } = k);
   await api.create(csiNode("f-1"));
 });
-after(() => api.stop());
 
 describe("faults", () => {
   test("failNext(n, 503, match) fails exactly the next n matching requests with a ServiceUnavailable Status", async () => {

@@ -1,22 +1,20 @@
 // LIST through client-node: field and label selectors, limit/continue over one consistent
 // snapshot, 410 for a compacted continue token, and 400 for selectors a real server refuses.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, csiNode, failure, G, P, upstreamCrdFile, V } from "./testkit.js";
+import { describe, test } from "node:test";
+import type { KubeApi } from "./server.js";
+import { type Clients, kubeSuite, csiNode, failure, G, P, upstreamCrdFile, V } from "./testkit.js";
 
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi({ crdFiles: [upstreamCrdFile], historySize: 30, seed: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "other" } }] });
-  c = clients(api.kubeconfigPath);
+kubeSuite({ crdFiles: [upstreamCrdFile], historySize: 30, seed: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "other" } }] }, async (k) => {
+  ({ api, c } = k);
   for (const [name, tier, ns] of [["l-1", "gold", "default"], ["l-2", "silver", "default"], ["l-3", "gold", "default"], ["l-4", "gold", "other"]]) {
     const body = csiNode(name, ns);
     body.metadata.labels = { tier };
     await c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body });
   }
 });
-after(() => api.stop());
 
 const list = (q: Record<string, unknown> = {}, namespace = "default") =>
   c.custom.listNamespacedCustomObject({ group: G, version: V, plural: P, namespace, ...q }) as Promise<any>;

@@ -3,18 +3,16 @@
 // immutability rules, and refusal of schema features this server would not enforce. The
 // CSIAddonsNode rules run against every CRD the project must satisfy (upstream's and ours).
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startKubeApi, type KubeApi } from "./server.js";
+import { before, describe, test } from "node:test";
+import type { KubeApi } from "./server.js";
 import { readManifests } from "./seed.js";
-import { type Clients, clients, cn, crdFiles, csiNode, failure, G, P, upstreamCrd, V } from "./testkit.js";
+import { type Clients, kubeSuite, cn, crdFiles, csiNode, failure, G, P, upstreamCrd, V } from "./testkit.js";
 
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi();
-  c = clients(api.kubeconfigPath);
+kubeSuite({}, async (k) => {
+  ({ api, c } = k);
 });
-after(() => api.stop());
 
 const createNode = (body: any, ns = "default") => c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body }) as Promise<any>;
 

@@ -19,6 +19,8 @@ import {
   StorageV1Api,
   Watch,
 } from "@kubernetes/client-node";
+import { after, before } from "node:test";
+import { type KubeApi, type KubeApiOptions, startKubeApi } from "./server.js";
 import type { Status } from "./status.js";
 
 export const upstreamCrdFile = fileURLToPath(new URL("../../../shared/reference/upstream-csiaddonsnodes-crd.yaml", import.meta.url));
@@ -91,3 +93,16 @@ export async function recordWatch(w: Watch, path: string, query: Record<string, 
 }
 
 export const nodesPath = (ns = "default") => `/apis/${G}/${V}/namespaces/${ns}/${P}`;
+
+/**
+ * Starts a server before a test file's tests and stops it after them; `setup` receives it with
+ * admin clients (and may seed more) before any test runs.
+ */
+export function kubeSuite(opts: KubeApiOptions, setup: (k: { api: KubeApi; c: Clients }) => Promise<void>): void {
+  let api: KubeApi | undefined;
+  before(async () => {
+    api = await startKubeApi(opts);
+    await setup({ api, c: clients(api.kubeconfigPath) });
+  });
+  after(() => api?.stop());
+}

@@ -2,19 +2,17 @@
 // (resourceVersion or none), selectors (including objects leaving a selector), 410 Gone for a
 // compacted resourceVersion, timeoutSeconds, and dropped watches.
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { startKubeApi, type KubeApi } from "./server.js";
-import { type Clients, clients, cn, csiNode, G, mergePatch, nodesPath, P, recordWatch, upstreamCrdFile, V } from "./testkit.js";
+import { describe, test } from "node:test";
+import type { KubeApi } from "./server.js";
+import { type Clients, kubeSuite, cn, csiNode, G, mergePatch, nodesPath, P, recordWatch, upstreamCrdFile, V } from "./testkit.js";
 import { waitFor } from "../support/wait.js";
 
 const HISTORY = 20;
 let api: KubeApi;
 let c: Clients;
-before(async () => {
-  api = await startKubeApi({ crdFiles: [upstreamCrdFile], historySize: HISTORY });
-  c = clients(api.kubeconfigPath);
+kubeSuite({ crdFiles: [upstreamCrdFile], historySize: HISTORY }, async (k) => {
+  ({ api, c } = k);
 });
-after(() => api.stop());
 
 const create = (name: string, labels?: Record<string, string>) => {
   const body = csiNode(name);
