@@ -70,6 +70,61 @@ describe("CRD registration", () => {
   });
 });
 
+describe("schema engine on a CRD using more keywords", () => {
+  const widget = (spec: Record<string, unknown>, name = "w") => ({ apiVersion: "example.com/v1", kind: "Widget", metadata: { name, namespace: "default" }, spec });
+  const createWidget = (body: unknown) => c.custom.createNamespacedCustomObject({ group: "example.com", version: "v1", plural: "widgets", namespace: "default", body }) as Promise<any>;
+  before(async () => {
+    await api.create({
+      apiVersion: "apiextensions.k8s.io/v1",
+      kind: "CustomResourceDefinition",
+      metadata: { name: "widgets.example.com" },
+      spec: {
+        group: "example.com",
+        scope: "Namespaced",
+        names: { kind: "Widget", plural: "widgets" },
+        versions: [{
+          name: "v1", served: true, storage: true,
+          schema: { openAPIV3Schema: { type: "object", properties: { spec: { type: "object", properties: {
+            size: { type: "string", enum: ["S", "M", "L"], default: "M" },
+            port: { "x-kubernetes-int-or-string": true },
+            label: { type: "string", pattern: "^[a-z]+$", maxLength: 8 },
+            free: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
+            note: { type: "string", nullable: true },
+            ports: { type: "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], items: { type: "object", required: ["name"], properties: {
+              name: { type: "string" }, number: { type: "integer", minimum: 1, "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "number is fixed" }] },
+            } } },
+          } } } } },
+        }],
+      },
+    });
+  });
+
+  test("defaults, preserve-unknown-fields, nullable and int-or-string are applied", async () => {
+    const w = await createWidget(widget({ port: "http", free: { any: { thing: 1 } }, note: null }));
+    assert.deepEqual(w.spec, { size: "M", port: "http", free: { any: { thing: 1 } }, note: null });
+  });
+
+  test("enum, pattern, maxLength, minimum and list-map duplicates → 422 with one cause each", async () => {
+    const f = await failure(createWidget(widget({ size: "XL", label: "Abc123456", ports: [{ name: "a", number: 0 }, { name: "a", number: 2 }] }, "w-bad")));
+    assert.equal(f.code, 422);
+    assert.deepEqual(f.status.details?.causes?.map((x) => [x.reason, x.field]), [
+      ["FieldValueNotSupported", "spec.size"],
+      ["FieldValueTooLong", "spec.label"],
+      ["FieldValueInvalid", "spec.label"],
+      ["FieldValueDuplicate", "spec.ports[1]"],
+      ["FieldValueInvalid", "spec.ports[0].number"],
+    ]);
+  });
+
+  test("a transition rule inside a list-type=map item compares the item with the same key", async () => {
+    const w = await createWidget(widget({ ports: [{ name: "a", number: 1 }] }, "w-ports"));
+    const added: any = await c.custom.replaceNamespacedCustomObject({ group: "example.com", version: "v1", plural: "widgets", namespace: "default", name: "w-ports", body: { ...w, spec: { ...w.spec, ports: [{ name: "b", number: 5 }, { name: "a", number: 1 }] } } });
+    const f = await failure(c.custom.replaceNamespacedCustomObject({ group: "example.com", version: "v1", plural: "widgets", namespace: "default", name: "w-ports", body: { ...added, spec: { ...added.spec, ports: [{ name: "a", number: 2 }] } } }));
+    assert.equal(f.code, 422);
+    assert.deepEqual(f.status.details?.causes, [{ reason: "FieldValueInvalid", message: 'Invalid value: "integer": number is fixed', field: "spec.ports[0].number" }]);
+  });
+});
+
 for (const file of crdFiles) {
   describe(`CSIAddonsNode against ${file.split("/").slice(-2).join("/")}`, () => {
     const ns = `ns-${crdFiles.indexOf(file)}`;
