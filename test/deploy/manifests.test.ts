@@ -63,7 +63,7 @@ describe("deploy/ manifests", () => {
 });
 
 describe("CSIAddonsNode CRD", () => {
-  const upstreamFile = new URL("../../../shared/reference/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
+  const upstreamFile = new URL("../fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
   const [upstream] = parseYamlDocuments(readFileSync(upstreamFile, "utf8"), "upstream CRD") as CrdDoc[];
   const ours = findOne(manifests, "CustomResourceDefinition") as CrdDoc;
 

@@ -66,12 +66,15 @@ describe("caller authentication and authorization", () => {
   });
 
   after(async () => {
-    assert.deepEqual(stub.csiCalls(), []);
-    const logs = sidecar.proc.stdout();
-    for (const t of ["good-token", "bob-token", "other-audience-token"]) assert.ok(!logs.includes(t), `token ${t} never logged`);
-    await sidecar.stop();
-    await stub.stop();
-    await kube.stop();
+    try {
+      assert.deepEqual(stub.csiCalls(), []);
+      const logs = sidecar.proc.stdout();
+      for (const t of ["good-token", "bob-token", "other-audience-token"]) assert.ok(!logs.includes(t), `token ${t} never logged`);
+    } finally {
+      await sidecar?.stop();
+      await stub?.stop();
+      await kube?.stop();
+    }
   });
 
   const cases: { name: string; md: Record<string, string>; code: keyof typeof grpc.status; details: RegExp }[] = [

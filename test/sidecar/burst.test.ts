@@ -51,10 +51,13 @@ before(async () => {
 });
 
 after(async () => {
-  assert.deepEqual(stub.csiCalls(), []);
-  await sidecar?.stop();
-  await stub?.stop();
-  await kube?.stop();
+  try {
+    assert.deepEqual(stub.csiCalls(), []);
+  } finally {
+    await sidecar?.stop();
+    await stub?.stop();
+    await kube?.stop();
+  }
 });
 
 test("500 concurrent heals at 50 PVs: ≤ 8 driver calls at once, duplicates coalesced, excess RESOURCE_EXHAUSTED, none unanswered", async () => {

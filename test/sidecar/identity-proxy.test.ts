@@ -41,9 +41,9 @@ before(async () => {
 });
 
 after(async () => {
-  await sidecar.stop();
-  driver.forceShutdown();
-  await kube.stop();
+  await sidecar?.stop();
+  driver?.forceShutdown();
+  await kube?.stop();
 });
 
 function rawCall(path: string): Promise<Buffer> {

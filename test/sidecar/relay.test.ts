@@ -85,11 +85,14 @@ describe("healing relay", () => {
   });
 
   after(async () => {
-    // The sidecar must never have dialled the driver's CSI socket.
-    assert.deepEqual(stub.csiCalls(), [], "zero calls on the CSI socket");
-    await sidecar?.stop();
-    await stub?.stop();
-    await kube?.stop();
+    try {
+      // The sidecar must never have dialled the driver's CSI socket.
+      assert.deepEqual(stub.csiCalls(), [], "zero calls on the CSI socket");
+    } finally {
+      await sidecar?.stop();
+      await stub?.stop();
+      await kube?.stop();
+    }
   });
 
   test("ABNORMAL → heal IF_ABNORMAL → HEALED → HEALTHY, with the kubelet's staging path, capability, publish context and secrets", async () => {
