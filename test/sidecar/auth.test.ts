@@ -3,6 +3,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
+import { connect as tlsConnect } from "node:tls";
+import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
@@ -160,6 +162,52 @@ describe("TLS without certificate files", () => {
       const insecureTls = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false });
       await waitFor("SERVING over self-signed TLS", async () => (await check(insecureTls)) === "SERVING");
       assert.notEqual(await check(grpc.credentials.createInsecure()), "SERVING");
+    } finally {
+      await sc.stop();
+      await s.stop();
+      await k.stop();
+    }
+  });
+});
+
+/** The SHA-256 fingerprint of the certificate the port serves right now. */
+function servedFingerprint(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"], servername: "localhost" }, () => {
+      const fp = sock.getPeerCertificate().fingerprint256;
+      sock.destroy();
+      resolve(fp);
+    });
+    sock.once("error", reject);
+  });
+}
+
+describe("TLS certificate files", () => {
+  test("missing files: self-signed until they appear, then the files' certificate, re-read when it changes", async () => {
+    const k = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+    const dir = tempDir();
+    const s = await startDriverStub({ dir });
+    const cert = join(dir, "tls.crt");
+    const key = join(dir, "tls.key");
+    const sc = await startSidecarProc({
+      driverSocket: join(dir, "addons.sock"),
+      kubeconfig: k.kubeconfigPath,
+      args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`, `--tls-cert-file=${cert}`, `--tls-key-file=${key}`],
+    });
+    try {
+      const selfSigned = await waitFor("a TLS handshake", () => servedFingerprint(sc.port));
+      await sc.proc.waitForOutput("TLS certificate files not readable; serving a self-signed certificate");
+      const write = async () => {
+        const pems = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
+        writeFileSync(key, pems.private);
+        writeFileSync(cert, pems.cert);
+        return new X509Certificate(pems.cert).fingerprint256;
+      };
+      const first = await write();
+      assert.notEqual(first, selfSigned);
+      await waitFor("the files' certificate served", async () => (await servedFingerprint(sc.port)) === first, { timeoutMs: 25_000 });
+      const second = await write();
+      await waitFor("the rotated certificate served", async () => (await servedFingerprint(sc.port)) === second, { timeoutMs: 25_000 });
     } finally {
       await sc.stop();
       await s.stop();
