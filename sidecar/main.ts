@@ -5,7 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import { ConfigError, parseConfig } from "./config/config.js";
 import { createKubeApi } from "./kube/client.js";
 import { KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "./kube/transport.js";
-import { createLogger, setLogger } from "./log/logger.js";
+import { createLogger, log, setLogger } from "./log/logger.js";
 import { startSidecar } from "./run.js";
 import { packageVersion } from "./util/version.js";
 
@@ -76,13 +76,7 @@ main().then(
     setTimeout(() => process.exit(code), 200).unref();
   },
   (err: unknown) => {
-    const reason = `fatal: ${err instanceof Error ? err.message : String(err)}`;
-    process.stderr.write(`${reason}\n`);
-    try {
-      writeFileSync(TERMINATION_LOG, `${reason}\n`);
-    } catch {
-      // see fatal()
-    }
-    process.exit(1);
+    process.exitCode = fatal(log(), `fatal: ${err instanceof Error ? err.message : String(err)}`);
+    setTimeout(() => process.exit(1), 200).unref();
   },
 );

@@ -93,3 +93,31 @@ test("--version and --help exit 0", async () => {
   assert.equal(await h.exited, 0);
   assert.match(h.stdout(), /--csi-addons-address/);
 });
+
+test("a fatal start-up error (controller port in use) exits 1 with the reason in the log and /dev/termination-log", async () => {
+  const { createServer } = await import("node:net");
+  const { writeFileSync, existsSync, readFileSync, rmSync } = await import("node:fs");
+  // Only when we may create it (root, not in a container that already has one), and we remove it after.
+  const TERMINATION_LOG = "/dev/termination-log";
+  const checkTerminationLog = !existsSync(TERMINATION_LOG) && process.getuid?.() === 0;
+  const { join } = await import("node:path");
+  const { tempDir } = await import("../support/proc.js");
+  const blocker = createServer();
+  await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
+  const port = (blocker.address() as { port: number }).port;
+  const kubeconfig = join(tempDir(), "kubeconfig");
+  writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n");
+  try {
+    const p = startTs("sidecar/main.ts", [...base, "--controller-ip=127.0.0.1", `--controller-port=${port}`, `--kubeconfig=${kubeconfig}`, "--csi-addons-address=unix:///nonexistent/addons.sock"]);
+    assert.equal(await p.exited, 1);
+    const lines = p.stdout().trim().split("\n").map((l) => JSON.parse(l) as { level: string; message: string });
+    const fatal = lines.find((l) => l.message.startsWith("fatal:"));
+    assert.ok(fatal, p.stdout());
+    assert.equal(fatal.level, "error");
+    assert.match(fatal.message, /EADDRINUSE/);
+    if (checkTerminationLog) assert.equal(readFileSync(TERMINATION_LOG, "utf8"), `${fatal.message}\n`);
+  } finally {
+    blocker.close();
+    if (checkTerminationLog) rmSync(TERMINATION_LOG, { force: true });
+  }
+});
