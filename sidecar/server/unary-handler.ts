@@ -43,18 +43,17 @@ export function unaryHandler<Req, Res>(
       fields: {},
       logger,
     };
-    let answered = false;
-    chain(call.request, ctx).then(
-      (res) => {
-        answered = true;
-        callback(null, res);
-      },
-      (err: unknown) => {
-        if (answered) return;
-        answered = true;
-        const st = toStatus(err);
-        callback({ code: st.code, details: st.details, metadata: new grpc.Metadata() });
-      },
-    );
+    // Through a promise, so a handler that throws synchronously is answered like one that rejects.
+    Promise.resolve()
+      .then(() => chain(call.request, ctx))
+      .then(
+        (res) => callback(null, res),
+        (err: unknown) => {
+          const st = toStatus(err);
+          callback({ code: st.code, details: st.details, metadata: new grpc.Metadata() });
+        },
+      )
+      // Only a throwing callback lands here; never let it become an unhandled rejection.
+      .catch((err: unknown) => logger.error("answering a call failed", { method, error: err instanceof Error ? err.message : String(err) }));
   };
 }
