@@ -6,6 +6,7 @@ import type { AuthzRule } from "../config/config.js";
 import { DomainError, permissionDenied, unauthenticated, unavailable } from "../errors.js";
 import { KubeError, type KubeApi, type UserInfo } from "../kube/api.js";
 import type { Middleware } from "../server/context.js";
+import { TtlCache } from "../util/ttl-cache.js";
 
 export interface AuthOptions {
   kube: KubeApi;
@@ -22,8 +23,7 @@ type Decision = { user: UserInfo } | { error: DomainError };
 const MAX_TOKEN_LENGTH = 16 * 1024;
 
 export function authMiddleware(opts: AuthOptions): Middleware {
-  const cache = new Map<string, { at: number; decision: Promise<Decision> }>();
-  const max = opts.maxEntries ?? 1024;
+  const cache = new TtlCache<Decision>(opts.cacheTtlMs, opts.maxEntries ?? 1024);
 
   async function decide(token: string): Promise<Decision> {
     const signal = AbortSignal.timeout(opts.requestTimeoutMs ?? 10_000);
@@ -51,18 +51,8 @@ export function authMiddleware(opts: AuthOptions): Middleware {
     const token = m[1]!;
     if (token.length > MAX_TOKEN_LENGTH) throw unauthenticated("bearer token too long");
     const key = createHash("sha256").update(token).digest("hex");
-    const now = Date.now();
-    let entry = cache.get(key);
-    if (!entry || now - entry.at >= opts.cacheTtlMs) {
-      entry = { at: now, decision: decide(token) };
-      cache.delete(key);
-      if (cache.size >= max) cache.delete(cache.keys().next().value!);
-      cache.set(key, entry);
-      const e = entry;
-      // Transient failures are not cached: the next call asks again.
-      e.decision.catch(() => cache.get(key) === e && cache.delete(key));
-    }
-    const decision = await entry.decision;
+    // Transient failures (decide() throws) are not cached: the next call asks again.
+    const decision = await cache.get(key, () => decide(token));
     if ("error" in decision) throw decision.error;
     ctx.user = decision.user;
     return next(req, ctx);

@@ -99,7 +99,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
             return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: vol.volumeId };
           }
         }
-        const secrets = await fetchStageSecrets(deps.resolver, vol, signal);
+        const secrets = await fetchStageSecrets(deps.resolver, vol);
         const publishContext = await fetchPublishContext(deps.resolver, vol, signal);
         const res = await deps.driver.call(
           VolumeHealerNodeService.nodeHealVolume,

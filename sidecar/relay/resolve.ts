@@ -58,10 +58,10 @@ export async function resolveVolume(
 }
 
 /** The stage secret's data; FAILED_PRECONDITION naming the secret (never its contents) when missing. */
-export async function fetchStageSecrets(deps: ResolverDeps, vol: ResolvedVolume, signal: AbortSignal): Promise<Record<string, string>> {
+export async function fetchStageSecrets(deps: ResolverDeps, vol: ResolvedVolume): Promise<Record<string, string>> {
   const ref = vol.secretRef;
   if (!ref) return {};
-  const data = await deps.secrets.get(ref.namespace, ref.name, signal);
+  const data = await deps.secrets.get(ref.namespace, ref.name);
   if (!data) throw failedPrecondition(`stage secret ${ref.namespace}/${ref.name} of PersistentVolume ${vol.pvName} not found`);
   return data;
 }

@@ -107,3 +107,20 @@ test("SingleFlight: identical concurrent calls share one execution; the shared w
   await assert.rejects(p3);
   assert.equal(sharedSignal.aborted, true, "the last caller leaving cancels the work");
 });
+
+test("TtlCache: shared loads, expiry, bounded size, failures not kept", async () => {
+  const { TtlCache } = await import("../../sidecar/util/ttl-cache.js");
+  const c = new TtlCache<number>(60_000, 2);
+  let loads = 0;
+  const load = (v: number) => () => (loads++, Promise.resolve(v));
+  assert.equal(await Promise.all([c.get("a", load(1)), c.get("a", load(9))]).then((r) => r.join()), "1,1");
+  assert.equal(loads, 1, "concurrent lookups share one load");
+  await c.get("b", load(2));
+  await c.get("c", load(3)); // evicts "a", the oldest
+  assert.equal(await c.get("a", load(4)), 4);
+  await assert.rejects(c.get("x", () => Promise.reject(new Error("boom"))));
+  assert.equal(await c.get("x", load(5)), 5, "a failed load is not kept");
+  const expired = new TtlCache<number>(0, 10);
+  await expired.get("k", load(6));
+  assert.equal(await expired.get("k", load(7)), 7, "an expired entry is loaded again");
+});
