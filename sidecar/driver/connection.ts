@@ -26,7 +26,7 @@ export interface DriverInfo {
 
 export interface ReadyEvent {
   info: DriverInfo;
-  /** The driver restarted since we last saw it ready (new boot id or a lost connection). */
+  /** The driver restarted since we last saw it ready: a new boot id, or (a driver without one) a lost connection. */
   restarted: boolean;
 }
 
@@ -63,6 +63,8 @@ export class DriverConnection extends EventEmitter<Events> {
       "grpc.initial_reconnect_backoff_ms": 100,
       "grpc.max_reconnect_backoff_ms": RETRY_MS,
       "grpc.min_reconnect_backoff_ms": 100,
+      // Never let an idle channel drop the connection: that would look like a driver restart.
+      "grpc.client_idle_timeout_ms": 2 ** 31 - 1,
       interceptors: opts.interceptors ?? [],
     });
   }
@@ -101,13 +103,15 @@ export class DriverConnection extends EventEmitter<Events> {
       if (this.stop.signal.aborted) return;
       try {
         const info = await this.handshake();
+        // A driver that names its boot tells us exactly whether it restarted (its mounts are gone);
+        // without one, any lost connection has to count as a restart.
         const bootId = info.manifest["bootId"];
-        const restarted = this.everReady || (this.lastBootId !== undefined && bootId !== this.lastBootId);
+        const restarted = this.everReady && (bootId === undefined || bootId !== this.lastBootId);
         this.lastBootId = bootId;
         this.info = info;
         this.isReady = true;
         this.everReady = true;
-        log.info("driver ready", { driver: info.name, vendorVersion: info.vendorVersion, restarted, healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume } });
+        log.info("driver ready", { driver: info.name, vendorVersion: info.vendorVersion, bootId, restarted, healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume } });
         this.emit("ready", { info, restarted });
         await this.waitDisconnected();
         if (this.stop.signal.aborted) return;

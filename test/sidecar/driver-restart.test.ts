@@ -1,0 +1,61 @@
+// What counts as a driver restart: a new boot id. A reconnection to the same boot (the driver
+// restarted only its gRPC server; its mounts are intact) must not make the controller heal.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { IdentityService, type IdentityServer } from "../../proto/gen/identity/identity.js";
+import { startKubeApi, type KubeApi } from "../kube/index.js";
+import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
+import { tempDir } from "../support/proc.js";
+import { waitFor } from "../support/wait.js";
+import { CSI_ADDONS_NODE_NAME, NAMESPACE, baseObjects, upstreamCrdFile } from "../support/fixtures.js";
+
+const RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
+let kube: KubeApi;
+let sidecar: SidecarProc;
+let socket: string;
+let server: grpc.Server | undefined;
+
+async function serveDriver(bootId: string): Promise<void> {
+  server?.forceShutdown();
+  const s = new grpc.Server();
+  const impl: IdentityServer = {
+    getIdentity: (_c, cb) => cb(null, { name: "boot.csi.example.com", vendorVersion: "1.0.0", manifest: { bootId } }),
+    getCapabilities: (_c, cb) => cb(null, { capabilities: [] }),
+    probe: (_c, cb) => cb(null, { ready: true }),
+  };
+  s.addService(IdentityService, impl);
+  await new Promise<void>((resolve, reject) => s.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+  server = s;
+}
+
+const readyLines = () => sidecar.logLines().filter((l) => l.message === "driver ready");
+const restartedAt = () => (kube.get("csiaddons.openshift.io/v1alpha1", "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as any)?.metadata.annotations?.[RESTARTED_AT];
+
+before(async () => {
+  socket = join(tempDir(), "addons.sock");
+  await serveDriver("boot-A");
+  kube = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+  sidecar = await startSidecarProc({ driverSocket: socket, kubeconfig: kube.kubeconfigPath });
+  await waitHealth(sidecar, "SERVING");
+});
+
+after(async () => {
+  await sidecar?.stop();
+  server?.forceShutdown();
+  await kube?.stop();
+});
+
+test("a reconnection to the same boot id is not a restart; a new boot id is", async () => {
+  await serveDriver("boot-A");
+  await waitFor("the sidecar to reconnect", () => readyLines().length === 2);
+  assert.equal(readyLines()[1]!.restarted, false);
+  await waitHealth(sidecar, "SERVING");
+  assert.equal(restartedAt(), undefined, "no heal requested for intact mounts");
+
+  await serveDriver("boot-B");
+  await waitFor("the sidecar to reconnect again", () => readyLines().length === 3);
+  assert.equal(readyLines()[2]!.restarted, true);
+  await waitFor("driverRestartedAt recorded", () => restartedAt());
+});
