@@ -233,7 +233,8 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
 
 function explain(err: unknown): string {
   if (err instanceof KubeError) {
-    if (err.status === 404 && /could not find|not found/i.test(err.message) && !err.reason) {
+    // What an API server answers for a resource type it does not serve.
+    if (err.status === 404 && /could not find the requested resource/i.test(err.message)) {
       return `the CSIAddonsNode CRD (csiaddonsnodes.csiaddons.openshift.io) is not installed: ${err.message}`;
     }
     return `${err.status || "no answer"} ${err.reason}: ${err.message}`;

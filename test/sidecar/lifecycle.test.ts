@@ -2,7 +2,8 @@
 // in-memory Kubernetes API over HTTP.
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { parseAllDocuments } from "yaml";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { startKubeApi, type KubeApi } from "../kube/index.js";
@@ -262,3 +263,23 @@ describe("the CSIAddonsNode validates against our own CRD too", () => {
     assert.equal(getNodeObject()!.spec.driver.name, DRIVER);
   });
 });
+
+describe("the CRD installed after the sidecar started", () => {
+  let bare: KubeApi;
+  before(async () => {
+    bare = await startKubeApi({ tls: true, seed: baseObjects() });
+    kube = bare;
+  });
+  after(async () => bare.stop());
+
+  test("not ready, the log says the CRD is missing; SERVING once the CRD is created", async () => {
+    const { sidecar } = await startPair();
+    await sidecar.proc.waitForOutput("the CSIAddonsNode CRD (csiaddonsnodes.csiaddons.openshift.io) is not installed", 20_000);
+    assert.equal(await sidecar.health(), "NOT_SERVING");
+    const crd = parseAllDocuments(readFileSync(upstreamCrdFile, "utf8")).map((d) => d.toJS()).find((d) => d?.kind === "CustomResourceDefinition");
+    await kube.create(crd);
+    await waitHealth(sidecar, "SERVING", 30_000);
+    assert.ok(getNodeObject());
+  });
+});
+
