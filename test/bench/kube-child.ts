@@ -4,6 +4,7 @@
 // resets the request counters. Run by kube.ts; argv: <volumes>.
 import { startKubeApi } from "../kube/index.js";
 import { seedObjects } from "./volumes.js";
+import { stopOnSignal } from "../kube/stop-on-signal.js";
 
 export type ToChild = { id: number; type: "counters" | "reset" };
 export type FromChild =
@@ -14,16 +15,8 @@ export type FromChild =
 const send = (m: FromChild) => process.send!(m);
 const api = await startKubeApi({ tls: true, ...seedObjects(Number(process.argv[2])) });
 
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
-  void api.stop().then(() => process.exit(0));
-};
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
-// The parent went away (even by SIGKILL): do not outlive it.
-process.on("disconnect", stop);
+// The parent going away (even by SIGKILL) stops it too: it must not outlive the bench.
+stopOnSignal(api, { onDisconnect: true });
 process.on("message", (m: ToChild) => {
   if (m.type === "counters") send({ type: "counters", id: m.id, counters: api.counters.snapshot() });
   else {

@@ -3,6 +3,7 @@
 // the "ready" signal scripts wait for, so nothing else is printed to stdout. It serves HTTPS by
 // default because kubectl (client-go) sends bearer tokens only over TLS.
 import { startKubeApi } from "./server.js";
+import { stopOnSignal } from "./stop-on-signal.js";
 
 function usage(msg: string): never {
   process.stderr.write(`kube-api: ${msg}\nusage: kube-api [--port N] [--seed FILE.yaml ...] [--plain-http] [--require-rbac]\n`);
@@ -38,11 +39,4 @@ const api = await startKubeApi({ port: args.port, seedFiles: args.seedFiles, tls
 process.stderr.write(`kube-api: serving ${api.url}\n`);
 process.stdout.write(`kubeconfig: ${api.kubeconfigPath}\n`);
 
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
-  void api.stop().then(() => process.exit(0));
-};
-process.on("SIGTERM", stop);
-process.on("SIGINT", stop);
+stopOnSignal(api);
