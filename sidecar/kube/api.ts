@@ -1,5 +1,5 @@
-// The narrow view of the Kubernetes API the sidecar needs. Only kube/client.ts implements it with
-// @kubernetes/client-node; everything else (and every test double) sees just this.
+// The narrow view of the Kubernetes API the sidecar needs. Only kube/client.ts implements it (over
+// kube/transport.ts); everything else, the relay included, sees just this and never HTTP.
 
 /** A failed API request: `status` is the HTTP status (0 when the server could not be reached). */
 export class KubeError extends Error {
