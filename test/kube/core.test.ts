@@ -3,10 +3,8 @@
 // (stringData), events, pods (schema-validated), apps owners, leases and namespaces.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { KubeApi } from "./server.js";
 import { type Clients, kubeSuite, failure, strategicPatch } from "./testkit.js";
 
-let api: KubeApi;
 let c: Clients;
 kubeSuite({
     seed: [
@@ -14,7 +12,7 @@ kubeSuite({
       { apiVersion: "v1", kind: "Node", metadata: { name: "node-1" }, status: { volumesInUse: ["kubernetes.io/csi/drv^vol-1"] } },
     ],
   }, async (k) => {
-  ({ api, c } = k);
+  ({ c } = k);
 });
 
 describe("core and storage resources", () => {

@@ -3,13 +3,11 @@
 // metadata, generation, the status subresource and finalizers.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { KubeApi } from "./server.js";
 import { type Clients, kubeSuite, cn, csiNode, failure, G, jsonPatch, mergePatch, P, strategicPatch, upstreamCrdFile, V } from "./testkit.js";
 
-let api: KubeApi;
 let c: Clients;
 kubeSuite({ crdFiles: [upstreamCrdFile] }, async (k) => {
-  ({ api, c } = k);
+  ({ c } = k);
 });
 
 const create = (name: string, ns = "default", driver = {}) =>

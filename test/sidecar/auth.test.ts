@@ -9,13 +9,14 @@ import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
 import { service as healthService } from "grpc-health-check";
-import { startKubeApi, type KubeApi } from "../kube/index.js";
+import type { KubeApi } from "../kube/index.js";
+import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
-import { NAMESPACE, baseObjects, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { NAMESPACE, pv, volumeAttachment } from "../support/fixtures.js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 
 const AUDIENCE = "csi-addons-healer";
@@ -40,7 +41,7 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 describe("caller authentication and authorization", () => {
   before(async () => {
-    kube = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: [...baseObjects(), pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")] });
+    kube = await startTestKube([pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")]);
     kube.auth.addToken("good-token", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
     kube.auth.addToken("other-audience-token", { username: HEALER_USER, audiences: ["https://kubernetes.default.svc"] });
     kube.auth.addToken("expired-token", { username: HEALER_USER, audiences: [AUDIENCE], expired: true });
@@ -146,7 +147,7 @@ describe("caller authentication and authorization", () => {
 
 describe("TLS without certificate files", () => {
   test("a self-signed pair is generated; TLS clients connect, plaintext ones do not", async () => {
-    const k = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+    const k = await startTestKube();
     const dir = tempDir();
     const s = await startDriverStub({ dir });
     const sc = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: k.kubeconfigPath, args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`] });
@@ -184,7 +185,7 @@ function servedFingerprint(port: number): Promise<string> {
 
 describe("TLS certificate files", () => {
   test("missing files: self-signed until they appear, then the files' certificate, re-read when it changes", async () => {
-    const k = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+    const k = await startTestKube();
     const dir = tempDir();
     const s = await startDriverStub({ dir });
     const cert = join(dir, "tls.crt");

@@ -3,12 +3,13 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { startKubeApi, type KubeApi } from "../kube/index.js";
+import type { KubeApi } from "../kube/index.js";
+import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
-import { baseObjects, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { pv, volumeAttachment } from "../support/fixtures.js";
 import { HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
 
 const PVS = 50;
@@ -33,13 +34,13 @@ export function peakOverlap(intervals: { t0: number; t1: number }[]): number {
 }
 
 before(async () => {
-  const seed: unknown[] = [...baseObjects()];
+  const seed: unknown[] = [];
   const volumes: Record<string, { state: "ABNORMAL"; delayMs: number }> = {};
   for (let i = 0; i < PVS; i++) {
     seed.push(pv(`pv-${i}`, { handle: `vol-${i}` }), volumeAttachment(`pv-${i}`, `vol-${i}`));
     volumes[`vol-${i}`] = { state: "ABNORMAL", delayMs: 300 };
   }
-  kube = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed });
+  kube = await startTestKube(seed);
   const dir = tempDir();
   stub = await startDriverStub({ dir, state: { volumes } });
   sidecar = await startSidecarProc({

@@ -5,11 +5,12 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { IdentityService, type IdentityServer } from "../../proto/gen/identity/identity.js";
-import { startKubeApi, type KubeApi } from "../kube/index.js";
+import type { KubeApi } from "../kube/index.js";
+import { serveFakeDriver, startTestKube } from "../support/cluster.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
-import { CSI_ADDONS_NODE_NAME, NAMESPACE, baseObjects, upstreamCrdFile } from "../support/fixtures.js";
+import { CSI_ADDONS_NODE_NAME, NAMESPACE } from "../support/fixtures.js";
 
 const RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
 let kube: KubeApi;
@@ -19,15 +20,12 @@ let server: grpc.Server | undefined;
 
 async function serveDriver(bootId: string): Promise<void> {
   server?.forceShutdown();
-  const s = new grpc.Server();
   const impl: IdentityServer = {
     getIdentity: (_c, cb) => cb(null, { name: "boot.csi.example.com", vendorVersion: "1.0.0", manifest: { bootId } }),
     getCapabilities: (_c, cb) => cb(null, { capabilities: [] }),
     probe: (_c, cb) => cb(null, { ready: true }),
   };
-  s.addService(IdentityService, impl);
-  await new Promise<void>((resolve, reject) => s.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
-  server = s;
+  server = await serveFakeDriver(socket, IdentityService, impl);
 }
 
 const readyLines = () => sidecar.logLines().filter((l) => l.message === "driver ready");
@@ -36,7 +34,7 @@ const restartedAt = () => (kube.get("csiaddons.openshift.io/v1alpha1", "CSIAddon
 before(async () => {
   socket = join(tempDir(), "addons.sock");
   await serveDriver("boot-A");
-  kube = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+  kube = await startTestKube();
   sidecar = await startSidecarProc({ driverSocket: socket, kubeconfig: kube.kubeconfigPath });
   await waitHealth(sidecar, "SERVING");
 });

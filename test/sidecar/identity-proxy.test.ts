@@ -6,11 +6,11 @@ import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { createRequire } from "node:module";
-import { startKubeApi, type KubeApi } from "../kube/index.js";
+import type { KubeApi } from "../kube/index.js";
+import { serveFakeDriver, startTestKube } from "../support/cluster.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call } from "../support/grpc.js";
-import { baseObjects, upstreamCrdFile } from "../support/fixtures.js";
 
 const NAME = "raw.csi.example.com";
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ""), "hex");
@@ -27,15 +27,14 @@ let sidecar: SidecarProc;
 before(async () => {
   const dir = tempDir();
   const socket = join(dir, "addons.sock");
-  driver = new grpc.Server();
   const method = (name: string) => ({ path: `/identity.Identity/${name}`, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw });
   const answer = (bytes: Buffer): grpc.handleUnaryCall<Buffer, Buffer> => (_call, cb) => cb(null, bytes);
-  driver.addService(
+  driver = await serveFakeDriver(
+    socket,
     { GetIdentity: method("GetIdentity"), GetCapabilities: method("GetCapabilities"), Probe: method("Probe") },
     { GetIdentity: answer(IDENTITY), GetCapabilities: answer(CAPABILITIES), Probe: answer(Buffer.alloc(0)) },
   );
-  await new Promise<void>((resolve, reject) => driver.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
-  kube = await startKubeApi({ tls: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
+  kube = await startTestKube();
   sidecar = await startSidecarProc({ driverSocket: socket, kubeconfig: kube.kubeconfigPath });
   await waitHealth(sidecar, "SERVING");
 });

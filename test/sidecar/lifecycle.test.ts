@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { startKubeApi, type KubeApi } from "../kube/index.js";
+import type { KubeApi } from "../kube/index.js";
+import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub, type StubState } from "../support/driver-stub.js";
 import { call } from "../support/grpc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
@@ -20,7 +21,6 @@ import {
   NAMESPACE,
   NODE,
   POD,
-  baseObjects,
   ourCrdFile,
   pv,
   volumeAttachment,
@@ -56,7 +56,7 @@ afterEach(async () => {
 
 describe("sidecar lifecycle", () => {
   before(async () => {
-    kube = await startKubeApi({ tls: true, seed: [...baseObjects(), pv("pv-slow", { handle: "vol-slow" }), volumeAttachment("pv-slow", "vol-slow")], crdFiles: [upstreamCrdFile] });
+    kube = await startTestKube([pv("pv-slow", { handle: "vol-slow" }), volumeAttachment("pv-slow", "vol-slow")]);
   });
   after(async () => kube.stop());
 
@@ -250,9 +250,9 @@ describe("sidecar lifecycle", () => {
 
 describe("the CSIAddonsNode validates against our own CRD too", () => {
   let ours: KubeApi;
-  before(async (t) => {
+  before(async () => {
     assert.ok(existsSync(ourCrdFile), "deploy/ CRD exists");
-    ours = await startKubeApi({ tls: true, seed: baseObjects(), crdFiles: [ourCrdFile] });
+    ours = await startTestKube([], { crdFiles: [ourCrdFile] });
     kube = ours;
   });
   after(async () => ours.stop());
@@ -267,7 +267,7 @@ describe("the CSIAddonsNode validates against our own CRD too", () => {
 describe("the CRD installed after the sidecar started", () => {
   let bare: KubeApi;
   before(async () => {
-    bare = await startKubeApi({ tls: true, seed: baseObjects() });
+    bare = await startTestKube([], { crdFiles: [] });
     kube = bare;
   });
   after(async () => bare.stop());

@@ -6,13 +6,14 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { startKubeApi, type KubeApi } from "../kube/index.js";
+import type { KubeApi } from "../kube/index.js";
+import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
-import { DRIVER, NAMESPACE, baseObjects, pv, secret, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { DRIVER, NAMESPACE, pv, secret, volumeAttachment } from "../support/fixtures.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
 
@@ -33,10 +34,8 @@ const driverCalls = (volumeId?: string, method?: string) => stub.calls({ server:
 
 describe("healing relay", () => {
   before(async () => {
-    kube = await startKubeApi({ tls: true,
-      crdFiles: [upstreamCrdFile],
-      seed: [
-        ...baseObjects([`kubernetes.io/csi/${DRIVER}^vol-na`]),
+    kube = await startTestKube(
+      [
         secret(NAMESPACE, "stage-secret", { userID: "admin", userKey: SECRET_VALUE }),
         pv("pv-file", { handle: "vol-file", secret: { namespace: NAMESPACE, name: "stage-secret" }, fsType: "xfs", mountOptions: ["discard"], accessModes: ["ReadWriteOnce"] }),
         volumeAttachment("pv-file", "vol-file", { metadata: { devicePath: "/dev/rbd0" } }),
@@ -60,7 +59,8 @@ describe("healing relay", () => {
         { ...pv("pv-deleting", { handle: "vol-deleting" }), metadata: { name: "pv-deleting", finalizers: ["kubernetes.io/pv-protection"] } },
         volumeAttachment("pv-deleting", "vol-deleting"),
       ],
-    });
+      { volumesInUse: [`kubernetes.io/csi/${DRIVER}^vol-na`] },
+    );
     kube.delete("v1", "PersistentVolume", undefined, "pv-deleting");
     const dir = tempDir();
     stub = await startDriverStub({
