@@ -10,7 +10,7 @@ import {
   type GetIdentityResponse,
 } from "../../proto/gen/identity/identity.js";
 import type { Logger } from "../log/logger.js";
-import { unaryCall, isServiceError, type MethodDef } from "./unary.js";
+import { grpcCodeName, unaryCall, isServiceError, type MethodDef } from "./unary.js";
 import { delay } from "../util/delay.js";
 
 export interface DriverInfo {
@@ -188,5 +188,5 @@ export class DriverConnection extends EventEmitter<Events> {
 }
 
 function describe(err: unknown): string {
-  return isServiceError(err) ? `${grpc.status[err.code]}: ${err.details}` : err instanceof Error ? err.message : String(err);
+  return isServiceError(err) ? `${grpcCodeName(err.code)}: ${err.details}` : err instanceof Error ? err.message : String(err);
 }

@@ -2,12 +2,7 @@
 // so no call site can forget it.
 import * as grpc from "@grpc/grpc-js";
 import type { Metrics } from "../metrics/metrics.js";
-
-const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([k, v]) => [v, k])) as Record<number, string>;
-
-export function grpcCodeName(code: number): string {
-  return CODE_NAMES[code] ?? String(code);
-}
+import { grpcCodeName } from "./unary.js";
 
 export function metricsInterceptor(metrics: Metrics, driverName: () => string): grpc.Interceptor {
   return (options, nextCall) => {

@@ -42,6 +42,11 @@ export function rawMethod(path: string): MethodDef<Buffer, Buffer> {
   return { path, requestSerialize: (b) => b, responseDeserialize: (b) => b };
 }
 
+/** "NOT_FOUND" for 5; the number itself for a code no gRPC version defines (a broken peer). */
+export function grpcCodeName(code: number): string {
+  return grpc.status[code] ?? String(code);
+}
+
 export function isServiceError(err: unknown): err is grpc.ServiceError {
   return typeof err === "object" && err !== null && typeof (err as { code?: unknown }).code === "number" && "details" in err;
 }

@@ -2,7 +2,7 @@
 // one log line per call with request-scoped fields.
 import type { Middleware } from "./context.js";
 import { toStatus } from "./status.js";
-import * as grpc from "@grpc/grpc-js";
+import { grpcCodeName } from "../driver/unary.js";
 
 /** The deadline handlers see: the smaller of the caller's and --timeout. */
 export function deadlineMiddleware(timeoutMs: number): Middleware {
@@ -22,7 +22,7 @@ export function loggingMiddleware(): Middleware {
       return res;
     } catch (err) {
       const st = toStatus(err);
-      const line = { ...fields(), code: grpc.status[st.code], error: st.details };
+      const line = { ...fields(), code: grpcCodeName(st.code), error: st.details };
       if (st.unexpected) ctx.logger.error("call failed unexpectedly", { ...line, cause: err instanceof Error ? err.message : String(err) });
       else ctx.logger.info("call failed", line);
       throw err;
