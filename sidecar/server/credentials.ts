@@ -2,11 +2,14 @@
 // the files exist (an optional Secret not created yet) a self-signed pair keeps the port on TLS,
 // so the port is never plaintext while auth is on and never dead for want of a Secret.
 import { readFile, stat } from "node:fs/promises";
+import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "../log/logger.js";
 
 type Identity = { certificate: Buffer; privateKey: Buffer };
 type Listener = (update: Identity | null) => void;
+
+const SELF_SIGNED = "self-signed";
 
 export interface TlsOptions {
   enableTls: boolean;
@@ -35,46 +38,57 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
   private current: Identity | undefined;
   private selfSigned: Identity | undefined;
   private stamp = "";
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: TlsOptions) {
-    this.timer = setInterval(() => void this.refresh(), opts.refreshMs ?? 10_000);
-    this.timer.unref();
+    if (opts.certFile && opts.keyFile) {
+      this.timer = setInterval(() => void this.refresh(), opts.refreshMs ?? 10_000);
+      this.timer.unref();
+    }
   }
 
   async refresh(): Promise<void> {
-    const { certFile, keyFile, logger } = this.opts;
-    let next: Identity | undefined;
-    let stamp = "self-signed";
-    if (certFile && keyFile) {
-      try {
-        const [c, k] = await Promise.all([stat(certFile), stat(keyFile)]);
-        stamp = `${c.mtimeMs}:${c.size}:${k.mtimeMs}:${k.size}`;
-        if (stamp === this.stamp) return;
-        next = { certificate: await readFile(certFile), privateKey: await readFile(keyFile) };
-        logger.info("serving the TLS certificate from files", { certFile });
-      } catch (err) {
-        stamp = "self-signed";
-        if (stamp !== this.stamp) {
-          logger.warn("TLS certificate files not readable; serving a self-signed certificate until they are", {
-            certFile,
-            reason: (err as NodeJS.ErrnoException).code ?? String(err),
-          });
-        }
-      }
+    const read = await this.readFiles();
+    if (read.stamp === this.stamp) return;
+    if (read.identity) {
+      this.opts.logger.info("serving the TLS certificate from files", { certFile: this.opts.certFile });
+    } else if (read.error) {
+      this.opts.logger.warn("TLS certificate files not usable; serving a self-signed certificate until they are", {
+        certFile: this.opts.certFile,
+        reason: read.error,
+      });
     }
-    if (stamp === this.stamp) return;
-    if (!next) {
-      this.selfSigned ??= await makeSelfSigned(this.opts.commonName);
-      next = this.selfSigned;
-    }
-    this.stamp = stamp;
+    const next = read.identity ?? (this.selfSigned ??= await makeSelfSigned(this.opts.commonName));
+    this.stamp = read.stamp;
     this.current = next;
     for (const l of this.listeners) l(next);
   }
 
+  /** The files' pair when they changed since the last refresh, a stamp saying which pair it is. */
+  private async readFiles(): Promise<{ stamp: string; identity?: Identity; error?: string }> {
+    const { certFile, keyFile } = this.opts;
+    if (!certFile || !keyFile) return { stamp: SELF_SIGNED };
+    try {
+      const [c, k] = await Promise.all([stat(certFile), stat(keyFile)]);
+      const stamp = `${c.mtimeMs}:${c.size}:${k.mtimeMs}:${k.size}`;
+      if (stamp === this.stamp) return { stamp };
+      const identity = { certificate: await readFile(certFile), privateKey: await readFile(keyFile) };
+      // A rotation caught between writing the two files gives a pair that does not match; grpc-js
+      // would then refuse every connection. Keep serving the old pair and look again next tick.
+      createSecureContext({ cert: identity.certificate, key: identity.privateKey });
+      return { stamp, identity };
+    } catch (err) {
+      const error = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      if (this.current && this.stamp !== SELF_SIGNED) {
+        this.opts.logger.debug("TLS certificate files not usable; keeping the current certificate", { certFile, reason: error });
+        return { stamp: this.stamp };
+      }
+      return { stamp: SELF_SIGNED, error };
+    }
+  }
+
   close(): void {
-    clearInterval(this.timer);
+    if (this.timer) clearInterval(this.timer);
   }
 
   addIdentityCertificateListener(listener: Listener): void {

@@ -197,7 +197,7 @@ describe("TLS certificate files", () => {
     });
     try {
       const selfSigned = await waitFor("a TLS handshake", () => servedFingerprint(sc.port));
-      await sc.proc.waitForOutput("TLS certificate files not readable; serving a self-signed certificate");
+      await sc.proc.waitForOutput("TLS certificate files not usable; serving a self-signed certificate");
       const write = async () => {
         const pems = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
         writeFileSync(key, pems.private);
@@ -209,6 +209,12 @@ describe("TLS certificate files", () => {
       await waitFor("the files' certificate served", async () => (await servedFingerprint(sc.port)) === first, { timeoutMs: 25_000 });
       const second = await write();
       await waitFor("the rotated certificate served", async () => (await servedFingerprint(sc.port)) === second, { timeoutMs: 25_000 });
+      // A rotation caught half-way (a new key beside the old certificate) must not replace a good pair.
+      const kept = sc.proc.stdout().split("keeping the current certificate").length;
+      const other = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
+      writeFileSync(key, other.private);
+      await waitFor("the mismatched pair noticed", () => sc.proc.stdout().split("keeping the current certificate").length > kept, { timeoutMs: 25_000 });
+      assert.equal(await servedFingerprint(sc.port), second);
     } finally {
       await sc.stop();
       await s.stop();
