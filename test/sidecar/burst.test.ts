@@ -81,7 +81,8 @@ test("500 concurrent heals at 50 PVs: ≤ 8 driver calls at once, duplicates coa
   const peak = peakOverlap(heals);
   assert.ok(peak <= MAX_INFLIGHT, `peak ${peak} driver calls at once`);
   assert.ok(peak >= 2, "the driver did work concurrently");
-  assert.ok(heals.length < CALLS / 2, `duplicates coalesced: ${heals.length} driver calls for ${CALLS} requests`);
+  // Without single flight every OK answer would be a driver call of its own.
+  assert.ok(byCode.get("OK")! >= 2 * heals.length, `duplicates coalesced: ${byCode.get("OK")} OK answers from ${heals.length} driver calls`);
   const reads = kube.counters.get("get", "persistentvolumes") + kube.counters.get("get", "volumeattachments");
   const perHeal = kube.counters.total() / heals.length;
   console.log(`burst: ${byCode.get("OK")} OK, ${byCode.get("RESOURCE_EXHAUSTED")} RESOURCE_EXHAUSTED, ${heals.length} driver heals, peak ${peak} at once, ${kube.counters.total()} API requests (${reads} PV/VA reads) = ${perHeal.toFixed(2)} per driver heal`);

@@ -154,6 +154,10 @@ describe("healing relay", () => {
     kube.counters.reset();
     assert.ok((await heal("pv-block")).ok);
     assert.deepEqual(kube.counters.snapshot(), { "get persistentvolumes": 1, "get volumeattachments": 1 });
+    kube.counters.reset();
+    assert.ok((await heal("pv-file")).ok);
+    assert.ok((await heal("pv-file")).ok);
+    assert.ok(kube.counters.get("get", "secrets") <= 1, "the stage secret is read at most once for back-to-back heals");
   });
 
   // Every error row of DESIGN 4.4: the code, a message naming the object, and whether the driver was called.
