@@ -14,7 +14,9 @@ import { CSIAddonsNodeManager } from "./node/manager.js";
 import { podEndpoint } from "./node/name.js";
 import { createHealerService } from "./relay/healer-service.js";
 import { Limiter } from "./relay/limiter.js";
+import { AttachedProofs } from "./relay/attached-proofs.js";
 import { NodeCache } from "./relay/node-cache.js";
+import { PvCache } from "./relay/pv-cache.js";
 import { SecretCache } from "./relay/secret-cache.js";
 import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
@@ -41,10 +43,19 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
 
   const nodes = new NodeCache(kube, config.nodeId, logger);
+  const pvs = new PvCache(kube, config.pvCacheTtlMs, logger);
   const healer = createHealerService({
     driver,
     limiter: new Limiter(config.maxInflight, config.maxQueue),
-    resolver: { kube, nodes, secrets: new SecretCache(kube, config.secretCacheTtlMs), nodeName: config.nodeId, stagingRoot: config.stagingPath },
+    resolver: {
+      kube,
+      nodes,
+      pvs,
+      attached: new AttachedProofs(config.pvCacheTtlMs),
+      secrets: new SecretCache(kube, config.secretCacheTtlMs),
+      nodeName: config.nodeId,
+      stagingRoot: config.stagingPath,
+    },
   });
   const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
@@ -88,6 +99,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   driver.on("down", () => readiness.update({ driver: false }));
   nodes.start();
+  pvs.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
   logger.info("sidecar started", { controllerPort: port, httpPort, driverSocket: config.csiAddonsSocket, tls: config.enableAuth });
@@ -103,6 +115,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       http?.closeAllConnections();
       manager.close();
       nodes.close();
+      pvs.close();
       tls.close();
       driver.close();
       logger.info("sidecar stopped");

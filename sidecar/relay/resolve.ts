@@ -4,7 +4,9 @@ import type { KubeApi, PersistentVolume, VolumeAttachment } from "../kube/api.js
 import type { VolumeCapability } from "../../proto/gen/csi/v1/csi.js";
 import { isBlock, volumeCapability } from "./capability.js";
 import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
+import type { AttachedProofs } from "./attached-proofs.js";
 import type { NodeCache } from "./node-cache.js";
+import type { PvCache } from "./pv-cache.js";
 import type { SecretCache } from "./secret-cache.js";
 
 export interface ResolvedVolume {
@@ -13,9 +15,11 @@ export interface ResolvedVolume {
   stagingTargetPath: string;
   volumeContext: Record<string, string>;
   capability: VolumeCapability;
-  /** The VolumeAttachment named for this node: null when there is none, undefined while not read yet. */
+  /** The VolumeAttachment named for this node as read by this request: null when there is none, undefined when not read. */
   attachment: VolumeAttachment | null | undefined;
   attachmentName: string;
+  /** Resolved from reads made now (or the watched Node), no cached PV or attachment proof: good enough for a heal. */
+  fresh: boolean;
   /** nodeStageSecretRef; read only when a heal needs it (fetchStageSecrets). */
   secretRef: { namespace: string; name: string } | undefined;
 }
@@ -23,18 +27,26 @@ export interface ResolvedVolume {
 export interface ResolverDeps {
   kube: KubeApi;
   nodes: NodeCache;
+  pvs: PvCache;
+  attached: AttachedProofs;
   secrets: SecretCache;
   nodeName: string;
   stagingRoot: string;
 }
 
+/**
+ * `fresh` (a request that may heal): read the PV and prove the attachment now. Otherwise (a health
+ * check, which only reads) the PV may come from the watched cache and the attachment proof from a
+ * recent one; see pv-cache.ts and attached-proofs.ts for why neither can mislead.
+ */
 export async function resolveVolume(
   deps: ResolverDeps,
   pvName: string,
   driverName: string,
   signal: AbortSignal,
+  fresh: boolean,
 ): Promise<ResolvedVolume> {
-  const pv = await deps.kube.getPersistentVolume(pvName, signal);
+  const { pv, cached } = await deps.pvs.get(pvName, signal, fresh);
   if (!pv) throw notFound(`PersistentVolume ${pvName} not found`);
   if (pv.metadata.deletionTimestamp) throw failedPrecondition(`PersistentVolume ${pvName} is being deleted`);
   const csi = pv.spec.csi;
@@ -43,7 +55,7 @@ export async function resolveVolume(
     throw failedPrecondition(`PersistentVolume ${pvName} belongs to driver ${csi.driver}, not ${driverName}`);
   }
   const attachmentName = volumeAttachmentName(csi.volumeHandle, driverName, deps.nodeName);
-  const attachment = await onThisNode(deps, pv, driverName, attachmentName, signal);
+  const { attachment, proven } = await onThisNode(deps, pv, driverName, attachmentName, signal, fresh);
   const ref = csi.nodeStageSecretRef;
   return {
     pvName,
@@ -53,6 +65,7 @@ export async function resolveVolume(
     capability: volumeCapability(pv),
     attachment,
     attachmentName,
+    fresh: !cached && proven !== "earlier",
     secretRef: ref?.name ? { namespace: ref.namespace, name: ref.name } : undefined,
   };
 }
@@ -68,8 +81,8 @@ export async function fetchStageSecrets(deps: ResolverDeps, vol: ResolvedVolume)
 
 /**
  * Step 4: is the volume on this node? The watched Node's volumesInUse answers without a request;
- * otherwise the VolumeAttachment named for this node must say attached. Returns the attachment when
- * it had to be read (undefined when the Node alone answered).
+ * otherwise the VolumeAttachment named for this node must say attached (now, or recently when not
+ * `fresh`). Returns the attachment when it was read (undefined when the Node or a proof answered).
  */
 async function onThisNode(
   deps: ResolverDeps,
@@ -77,12 +90,18 @@ async function onThisNode(
   driverName: string,
   vaName: string,
   signal: AbortSignal,
-): Promise<VolumeAttachment | null | undefined> {
+  fresh: boolean,
+): Promise<{ attachment: VolumeAttachment | null | undefined; proven: "node" | "earlier" | "attachment" }> {
   const handle = pv.spec.csi!.volumeHandle;
   const node = await deps.nodes.get(signal);
-  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return undefined;
+  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return { attachment: undefined, proven: "node" };
+  if (!fresh && deps.attached.has(vaName)) return { attachment: undefined, proven: "earlier" };
   const va = (await deps.kube.getVolumeAttachment(vaName, signal)) ?? null;
-  if (va?.status?.attached) return va;
+  if (va?.status?.attached) {
+    deps.attached.remember(vaName);
+    return { attachment: va, proven: "attachment" };
+  }
+  deps.attached.forget(vaName);
   throw failedPrecondition(
     `volume ${handle} of PersistentVolume ${pv.metadata.name} is not in use on node ${deps.nodeName}` +
       (va ? ` (VolumeAttachment ${vaName} is not attached)` : ""),

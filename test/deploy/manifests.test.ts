@@ -143,7 +143,7 @@ describe("RBAC", () => {
       "authentication.k8s.io/tokenreviews: create",
       "authorization.k8s.io/subjectaccessreviews: create",
       "core/nodes: get,watch",
-      "core/persistentvolumes: get",
+      "core/persistentvolumes: get,list,watch",
       "core/secrets: get",
       "storage.k8s.io/volumeattachments: get",
     ]);

@@ -87,6 +87,7 @@ const STEPS = [
   "the own Node kept by a watch (no API read per request)",
   "a deleted CSIAddonsNode recreated through the watch",
   "a driver restart recorded on the CSIAddonsNode",
+  "PersistentVolumes kept by a watch (no API read per repeated health check)",
 ] as const;
 type Step = (typeof STEPS)[number];
 
@@ -158,6 +159,16 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     const extra = kube.counters.get("get", "nodes") - reads;
     if (extra !== 0) throw new StepFailed(step, undefined, `${extra} GET(s) of Node ${NODE} for 3 requests: the Node is not served from a watch`);
+
+    step = STEPS[7];
+    await waitFor("the sidecar's watch of PersistentVolumes", () => kube.counters.get("watch", "persistentvolumes") >= 1, { timeoutMs: 10_000 }).catch(() => {
+      throw new StepFailed(step, undefined, "the sidecar never watched PersistentVolumes");
+    });
+    await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
+    const pvReads = kube.counters.get("get", "persistentvolumes");
+    for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
+    const pvExtra = kube.counters.get("get", "persistentvolumes") - pvReads;
+    if (pvExtra !== 0) throw new StepFailed(step, undefined, `${pvExtra} GET(s) of PersistentVolume pv-noattach for 3 checks: not served from the watched cache`);
 
     step = STEPS[5];
     const before = getNodeObject()!;
@@ -248,6 +259,8 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "get pods": { step: STEPS[0] },
   "get replicasets": { step: STEPS[0] },
   "get persistentvolumes": { step: STEPS[1], code: "INTERNAL" },
+  "list persistentvolumes": { step: STEPS[7] },
+  "watch persistentvolumes": { step: STEPS[7] },
   "get volumeattachments": { step: STEPS[1], code: "INTERNAL" },
   "get nodes": { step: STEPS[1], code: "INTERNAL" }, // the watched Node is asked first
   "watch nodes": { step: STEPS[4] },
