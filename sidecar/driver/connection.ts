@@ -12,6 +12,7 @@ import {
 import type { Logger } from "../log/logger.js";
 import { grpcCodeName, unaryCall, isServiceError, type MethodDef } from "./unary.js";
 import { delay } from "../util/delay.js";
+import { SocketWatch } from "./socket-watch.js";
 
 export interface DriverInfo {
   name: string;
@@ -43,13 +44,18 @@ export interface DriverConnectionOptions {
   interceptors?: grpc.Interceptor[];
   /** How often "still waiting for driver" is logged. */
   waitLogIntervalMs?: number;
+  /** grpc-js reconnect backoff between dial attempts (default 100 ms growing to RETRY_MS). */
+  reconnectBackoffMs?: { initial: number; max: number };
 }
 
 const RETRY_MS = 1000;
 
 export class DriverConnection extends EventEmitter<Events> {
-  /** One channel for every client, so the driver sees one connection. */
-  readonly client: grpc.Client;
+  /** One channel for every call, so the driver sees one connection; replaced only to dial a new socket at once. */
+  private channel: grpc.Client;
+  private readonly socketWatch: SocketWatch;
+  /** Set while waitConnected() waits: the socket file changed. */
+  private socketChanged: (() => void) | undefined;
   private info: DriverInfo | undefined;
   private lastName = "unknown";
   private isReady = false;
@@ -59,14 +65,25 @@ export class DriverConnection extends EventEmitter<Events> {
 
   constructor(private readonly opts: DriverConnectionOptions) {
     super();
-    this.client = new grpc.Client(`unix://${opts.socketPath}`, grpc.credentials.createInsecure(), {
-      "grpc.initial_reconnect_backoff_ms": 100,
-      "grpc.max_reconnect_backoff_ms": RETRY_MS,
-      "grpc.min_reconnect_backoff_ms": 100,
+    this.channel = this.dial();
+    this.socketWatch = new SocketWatch(opts.socketPath, () => this.socketChanged?.());
+  }
+
+  private dial(): grpc.Client {
+    return new grpc.Client(`unix://${this.opts.socketPath}`, grpc.credentials.createInsecure(), {
+      "grpc.initial_reconnect_backoff_ms": this.opts.reconnectBackoffMs?.initial ?? 100,
+      "grpc.max_reconnect_backoff_ms": this.opts.reconnectBackoffMs?.max ?? RETRY_MS,
+      "grpc.min_reconnect_backoff_ms": this.opts.reconnectBackoffMs?.initial ?? 100,
       // Never let an idle channel drop the connection: that would look like a driver restart.
       "grpc.client_idle_timeout_ms": 2 ** 31 - 1,
-      interceptors: opts.interceptors ?? [],
+      // Its own subchannel: a channel dialled anew must not inherit the old one's backoff from the shared pool.
+      "grpc.use_local_subchannel_pool": 1,
+      interceptors: this.opts.interceptors ?? [],
     });
+  }
+
+  get client(): grpc.Client {
+    return this.channel;
   }
 
   get ready(): boolean {
@@ -84,12 +101,14 @@ export class DriverConnection extends EventEmitter<Events> {
   }
 
   start(): void {
+    this.socketWatch.start();
     void this.loop();
   }
 
   close(): void {
     this.stop.abort();
-    this.client.close();
+    this.socketWatch.close();
+    this.channel.close();
   }
 
   call<Req, Res>(def: MethodDef<Req, Res>, request: Req, deadline: number, signal?: AbortSignal): Promise<Res> {
@@ -129,17 +148,34 @@ export class DriverConnection extends EventEmitter<Events> {
     }
   }
 
-  /** Resolves once the channel is READY, logging every waitLogIntervalMs while it is not. */
+  /**
+   * Resolves once the channel is READY, logging every waitLogIntervalMs while it is not. When the
+   * socket file appears while the channel is between attempts, a fresh channel dials it at once
+   * instead of when grpc-js's reconnect backoff (up to RETRY_MS) expires.
+   */
   private async waitConnected(): Promise<void> {
     const started = Date.now();
     const every = this.opts.waitLogIntervalMs ?? 10_000;
+    let logAt = started + every;
     while (!this.stop.signal.aborted) {
-      const ok = await new Promise<boolean>((resolve) =>
-        this.client.waitForReady(Date.now() + every, (err) => resolve(!err)),
-      );
-      if (ok) return;
-      if (this.stop.signal.aborted) return;
+      const outcome = await new Promise<"ready" | "waiting" | "socket">((resolve) => {
+        this.socketChanged = () => resolve("socket");
+        this.channel.waitForReady(logAt, (err) => resolve(err ? "waiting" : "ready"));
+      });
+      this.socketChanged = undefined;
+      if (outcome === "ready" || this.stop.signal.aborted) return;
+      if (outcome === "socket") {
+        const state = this.channel.getChannel().getConnectivityState(false);
+        if (state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.IDLE) {
+          this.opts.logger.debug("driver socket changed; dialling it now", { socket: this.opts.socketPath });
+          const old = this.channel;
+          this.channel = this.dial();
+          old.close();
+        }
+        continue;
+      }
       this.opts.logger.info(`still waiting for driver at ${this.opts.socketPath}`, { waitedSeconds: Math.round((Date.now() - started) / 1000) });
+      logAt = Date.now() + every;
     }
   }
 
