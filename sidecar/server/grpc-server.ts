@@ -4,7 +4,6 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { ReflectionService } from "@grpc/reflection";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
@@ -13,6 +12,7 @@ import type { Logger } from "../log/logger.js";
 import type { HealerService } from "../relay/healer-service.js";
 import type { Middleware } from "./context.js";
 import { identityProxyDefinition, identityProxyHandlers } from "./identity-proxy.js";
+import { addLazyReflection } from "./lazy-reflection.js";
 import { unaryHandler } from "./unary-handler.js";
 
 export interface GrpcServerDeps {
@@ -44,7 +44,7 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
   );
   deps.readiness.health.addToServer(server);
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
-  new ReflectionService(loadDescriptors(), { services: [...SERVED] }).addToServer(server);
+  addLazyReflection(server, async () => new (await import("@grpc/reflection")).ReflectionService(loadDescriptors(), { services: [...SERVED] }));
   return server;
 }
 
