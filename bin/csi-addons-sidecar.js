@@ -1,2 +1,3 @@
 #!/usr/bin/env node
-import "../dist/sidecar/main.js";
+// The bundled sidecar (npm run bundle): one file to load, what the image runs.
+import "../dist/csi-addons-sidecar.mjs";
