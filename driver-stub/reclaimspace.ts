@@ -8,6 +8,7 @@ import {
   type ReclaimSpaceControllerServer,
   type ReclaimSpaceNodeServer,
 } from "../proto/gen/reclaimspace/reclaimspace.js";
+import { delay } from "./delay.js";
 import { admitAddon, lockVolume, stagedVolume, type Driver } from "./driver.js";
 import { unary, type RpcEnv } from "./rpc.js";
 import { Status, StatusError } from "./status.js";
@@ -37,14 +38,17 @@ export function reclaimSpaceControllerServer(driver: Driver, env: RpcEnv): Recla
 
 export function reclaimSpaceNodeServer(driver: Driver, env: RpcEnv): ReclaimSpaceNodeServer {
   return {
-    nodeReclaimSpace: unary(env, ReclaimSpaceNodeService.nodeReclaimSpace, NodeReclaimSpaceRequest, async (req) => {
+    // Trimming a staged volume takes the volume's delayMs, under its lock.
+    nodeReclaimSpace: unary(env, ReclaimSpaceNodeService.nodeReclaimSpace, NodeReclaimSpaceRequest, async (req, ctx) => {
       // The upstream sidecar sends only the staging path (volume_path empty), so either will do.
       if (req.volumeId !== "" && req.volumePath === "" && req.stagingTargetPath === "") {
         throw new StatusError(Status.INVALID_ARGUMENT, "volume_path or staging_target_path is required");
       }
       const state = admitAddon(driver, "reclaimSpaceOnline", "ReclaimSpace ONLINE", { volume_id: req.volumeId });
-      const release = lockVolume(driver, req.volumeId, stagedVolume(state, req.volumeId));
+      const volume = stagedVolume(state, req.volumeId);
+      const release = lockVolume(driver, req.volumeId, volume);
       try {
+        await delay(volume.delayMs, ctx.signal);
         return reclaim(driver, req.volumeId);
       } finally {
         release();
