@@ -1,5 +1,6 @@
 // The controller-facing gRPC server: VolumeHealer, the identity pass-through and the upstream
-// csi-addons services behind the middleware chain; health and reflection stay open (kubelet and operators probe them).
+// csi-addons services behind the middleware chain; health and reflection stay open (kubelet and
+// operators probe them).
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
