@@ -108,6 +108,18 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     assert.equal(fx.stub.calls({ server: "addons" }).length, before, "no driver call for bad input");
   });
 
+  test("a Kubernetes API failure while reading the PV is UNAVAILABLE (retry), not a verdict on the input", async () => {
+    const before = fx.stub.calls({ server: "addons" }).length;
+    fx.kube.faults.failNext(50, 503, { resource: "persistentvolumes" });
+    try {
+      const r = await fx.up.nodeReclaimSpace("pv-file");
+      assert.equal(r.ok ? "OK" : codeName(r.code), "UNAVAILABLE", JSON.stringify(r));
+    } finally {
+      fx.kube.faults.clear();
+    }
+    assert.equal(fx.stub.calls({ server: "addons" }).length, before);
+  });
+
   test("the driver's status passes through unchanged", async () => {
     fx.stub.updateState((s) => void (s.volumes!["vol-file"] = { locked: true }));
     try {
