@@ -61,6 +61,7 @@ export function volumeGroupServer(driver: Driver, env: RpcEnv): ControllerServer
       if (state.addons.groups[req.volumeGroupId]) save(req.volumeGroupId, undefined);
       return {};
     }),
+    // One page, whatever max_entries says: a stub holds a handful of groups.
     listVolumeGroups: unary(env, ControllerService.listVolumeGroups, ListVolumeGroupsRequest, async () => {
       const state = admitAddon(driver, "volumeGroup", CAPABILITY);
       return { entries: Object.entries(state.addons.groups).map(([id, g]) => ({ volumeGroup: toProto(id, g) })), nextToken: "" };
