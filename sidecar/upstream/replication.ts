@@ -7,6 +7,7 @@ import {
   type ReplicationSource as SpecSource,
 } from "../../proto/gen/replication/replication.js";
 import type * as up from "../../proto/gen/proto/replication.js";
+import type { MethodDef } from "../driver/unary.js";
 import { invalidArgument } from "../errors.js";
 import type { CallContext, Next } from "../server/context.js";
 import { NEEDS, type Need } from "./capabilities.js";
@@ -33,6 +34,9 @@ function sourceOf(req: Sourced, ctx: CallContext): { replicationSource: SpecSour
   return { replicationSource: { type: { $case: "volume", volume: { volumeId } } }, volumeId };
 }
 
+/** What every spec request of a source carries: the source, old drivers' volume_id, the secrets. */
+type Base = ReturnType<typeof sourceOf> & { secrets: Record<string, string> };
+
 function destination(res: SpecDestinationResponse): up.GetReplicationDestinationInfoResponse {
   const t = res.replicationDestination?.type;
   if (t?.$case === "volume") return { replicationDestination: { type: { $case: "volume", volume: { volumeId: t.volume.volumeId } } } };
@@ -52,15 +56,15 @@ type Handlers = {
 
 export function replicationHandlers(deps: UpstreamDeps): Handlers {
   /** Source, then secret (upstream reads the secret first; a bad source is the caller's mistake either way). */
-  const serve = <Req extends Sourced, Res>(need: Need, work: (req: Req, base: ReturnType<typeof sourceOf> & { secrets: Record<string, string> }, w: Work) => Promise<Res>): Next<Req, Res> =>
+  const serve =
+    <Req extends Sourced, Res>(need: Need, work: (req: Req, base: Base, w: Work) => Promise<Res>): Next<Req, Res> =>
     (req, ctx) =>
       relay(deps, ctx, need, async (w) => {
         const source = sourceOf(req, ctx);
         const secrets = await namedSecret(deps, ctx, req, "Internal");
         return work(req, { ...source, secrets }, w);
       });
-  const call = <Req, Res>(def: { path: string; requestSerialize: (r: Req) => Buffer; responseDeserialize: (b: Buffer) => Res }, request: Req, w: Work) =>
-    deps.driver.call(def, request, w.deadline, w.signal);
+  const call = <Req, Res>(def: MethodDef<Req, Res>, request: Req, w: Work) => deps.driver.call(def, request, w.deadline, w.signal);
 
   return {
     enableVolumeReplication: serve(NEEDS.replication, async (req, b, w) => {
