@@ -31,6 +31,10 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms$/m);
+  assert.match(stdout, /^4\. Issue 12 targets, this run \(met: \d+ of 13\)/m);
+  for (const row of ["Kubernetes API requests per repeated health check", "driver back -> SERVING", "soak: calls answered / sent"]) {
+    assert.match(stdout, new RegExp(`^  ${row}.* (yes|NO)$`, "m"), row);
+  }
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;
@@ -45,6 +49,9 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.ok(r.burst.apiRequestsPerHeal > 0);
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);
+  assert.equal(typeof r.apiRequestsPerRepeatedCheck, "number");
+  assert.ok(r.soak.sent > 0 && r.soak.answered === r.soak.sent, `soak: every call answered (${r.soak.answered} of ${r.soak.sent})`);
+  assert.ok(r.soak.driverRestarts >= 1 && r.reconnectMs !== null, "the soak restarted the driver and timed the reconnect");
 
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());

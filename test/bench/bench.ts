@@ -22,26 +22,32 @@ import { startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
 import { readMemory, sampleMemory } from "./memory.js";
 import { renderTables, type Results, type Startup } from "./report.js";
+import { renderTargets } from "./report-targets.js";
+import { repeatedCheckCost } from "./repeated.js";
+import { soak } from "./soak.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE]
+const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]
   --quick     small counts: runs in seconds, for checking that the bench still works (numbers mean little)
+  --soak-minutes N  length of the soak (default 2, with --quick 0.2)
   --out FILE  where to write the JSON results (default bench/results.json, with --quick bench/results-quick.json)
 `;
 
-const FULL = { volumes: 1000, burst: 1000, calls: { 1: 2_000, 64: 20_000 }, warmup: 200 };
-const QUICK = { volumes: 64, burst: 64, calls: { 1: 30, 64: 128 }, warmup: 10 };
+const FULL = { volumes: 1000, burst: 1000, calls: { 1: 2_000, 64: 20_000 }, warmup: 200, soakMinutes: 2, soak: { restartEveryMs: 20_000, outageMs: 3_000 } };
+const QUICK = { volumes: 64, burst: 64, calls: { 1: 30, 64: 128 }, warmup: 10, soakMinutes: 0.2, soak: { restartEveryMs: 5_000, outageMs: 1_000 } };
 const CONCURRENCY = [1, 64] as const;
 const HEAL_DELAY_MS = 5;
 const MAX_INFLIGHT = 32;
 
-function parseArgs(argv: string[]): { quick: boolean; out: string } {
+function parseArgs(argv: string[]): { quick: boolean; out: string; soakMinutes: number | undefined } {
   let quick = false;
   let out: string | undefined;
+  let soakMinutes: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--quick") quick = true;
     else if (a === "--out" || a.startsWith("--out=")) out = a.includes("=") ? a.slice(6) : argv[++i];
+    else if (a === "--soak-minutes" || a.startsWith("--soak-minutes=")) soakMinutes = Number(a.includes("=") ? a.slice(15) : argv[++i]);
     else if (a === "--help" || a === "-h") {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -51,7 +57,11 @@ function parseArgs(argv: string[]): { quick: boolean; out: string } {
     }
   }
   if (out === "") out = undefined;
-  return { quick, out: resolve(repoRoot, out ?? (quick ? "bench/results-quick.json" : "bench/results.json")) };
+  if (soakMinutes !== undefined && !(soakMinutes > 0)) {
+    process.stderr.write(`bench: --soak-minutes must be a positive number\n${USAGE}`);
+    process.exit(2);
+  }
+  return { quick, out: resolve(repoRoot, out ?? (quick ? "bench/results-quick.json" : "bench/results.json")), soakMinutes };
 }
 
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -99,7 +109,7 @@ type Size = typeof FULL;
  * merges calls and --max-inflight 64 never queues them: what is measured is the relay itself
  * (two Kubernetes reads, the driver call, two gRPC hops instead of one).
  */
-async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup }> {
+async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"] }> {
   progress("1/3 relay overhead: GetVolumeHealth, direct vs through the sidecar");
   stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
   const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
@@ -118,8 +128,9 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
     relay.push({ concurrency: c, direct: row.direct!, sidecar: row.sidecar! });
   }
   const started = startup(sidecar);
+  const repeated = await repeatedCheckCost(stack.kube, client, Math.min(64, size.volumes));
   await sidecar.stop();
-  return { relay, startup: started };
+  return { relay, startup: started, repeated };
 }
 
 /**
@@ -199,6 +210,9 @@ async function main(): Promise<number> {
 
   const relay = await relayOverhead(stack, size);
   const burst = await healAllBurst(stack, size);
+  const soakMinutes = opts.soakMinutes ?? size.soakMinutes;
+  progress(`4/4 soak: ${soakMinutes} min of mixed calls from 32 callers, driver restarts and API outages`);
+  const soaked = await soak({ minutes: soakMinutes, ...size.soak, volumes: Math.min(size.volumes, 200), dir, cleanup, progress, args: [`--max-inflight=${MAX_INFLIGHT}`] });
   const results: Results = {
     timestamp: new Date().toISOString(),
     mode: opts.quick ? "quick" : "full",
@@ -218,9 +232,13 @@ async function main(): Promise<number> {
     burst: burst.burst,
     memory: burst.memory,
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup },
+    apiRequestsPerRepeatedCheck: relay.repeated.perHealthCheck,
+    repeatedCheck: relay.repeated,
+    reconnectMs: soaked.reconnectMs.length > 0 ? Math.max(...soaked.reconnectMs) : null,
+    soak: soaked,
   };
   ok = true;
-  process.stdout.write(renderTables(results) + "\n");
+  process.stdout.write(renderTables(results) + "\n\n" + renderTargets(results) + "\n");
   mkdirSync(dirname(opts.out), { recursive: true });
   writeFileSync(opts.out, JSON.stringify(results, null, 2) + "\n");
   process.stdout.write(`\nresults written to ${opts.out}\n`);

@@ -1,11 +1,13 @@
 // The bench measures the compiled sidecar (what the image runs), so dist/ must match the sources:
-// rebuild with `npm run build` when any source is newer than dist/sidecar/main.js.
+// rebuild with `npm run build` when any source is newer than the bundle.
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../support/proc.js";
+import { SIDECAR_BUNDLE } from "./image.js";
 
-export const COMPILED_SIDECAR = "dist/sidecar/main.js";
+/** What the bench runs: the bundle, as the image does. */
+export const COMPILED_SIDECAR = SIDECAR_BUNDLE;
 
 function newestSource(dirs: string[]): { file: string; mtimeMs: number } {
   let newest = { file: "", mtimeMs: 0 };

@@ -3,6 +3,8 @@
 import { formatTable } from "../demo/table.js";
 import type { LoadResult } from "./load.js";
 import { mib } from "./memory.js";
+import type { SoakResults } from "./soak.js";
+import type { RepeatedCheckCost } from "./repeated.js";
 
 export interface Startup {
   /** Our spawn() to the sidecar's "ready: SERVING" log line. */
@@ -37,6 +39,12 @@ export interface Results {
   };
   memory: { idleRssBytes: number; peakRssBytes: number; hwmBytes: number; samples: number };
   startup: { relaySidecar: Startup; burstSidecar: Startup };
+  /** API requests per GetVolumeHealth of a volume already checked (see repeated.ts). */
+  apiRequestsPerRepeatedCheck: number;
+  repeatedCheck: RepeatedCheckCost;
+  /** Driver back → SERVING, the worst of the soak's restarts (null: no restart measured). */
+  reconnectMs: number | null;
+  soak: SoakResults;
 }
 
 export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`;

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
 import { repoRoot, terminate } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
+import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS } from "../bench/image.js";
 
 export interface LogLine {
   message: string;
@@ -37,7 +38,7 @@ export interface SidecarProcess {
 }
 
 export interface SidecarSpawnOptions {
-  /** "source": sidecar/main.ts through tsx; "compiled": dist/sidecar/main.js (what the image runs). */
+  /** "source": sidecar/main.ts through tsx; "compiled": the bundle under the image's V8 flags (what the image runs). */
   build: "source" | "compiled";
   driverSocket: string;
   kubeconfig: string;
@@ -82,7 +83,7 @@ export function readLogLines(file: string): LogLine[] {
 }
 
 export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProcess> {
-  const entry = o.build === "source" ? ["--import", "tsx", join(repoRoot, "sidecar/main.ts")] : [join(repoRoot, "dist/sidecar/main.js")];
+  const entry = o.build === "source" ? ["--import", "tsx", join(repoRoot, "sidecar/main.ts")] : [...SIDECAR_NODE_FLAGS, join(repoRoot, SIDECAR_BUNDLE)];
   const fd = openSync(o.logFile, "a");
   const spawnedAt = Date.now();
   const child = spawn(process.execPath, [...entry, ...localSidecarArgs(o)], { cwd: repoRoot, stdio: ["ignore", fd, fd] });

@@ -1,0 +1,51 @@
+// Issue 12's table from one run: every measure, its target and whether the run met it, then the
+// soak's own checks. Printed after the detailed tables.
+import { formatTable } from "../demo/table.js";
+import { mib } from "./memory.js";
+import type { Results } from "./report.js";
+
+type Row = [measure: string, measured: string, target: string, met: boolean];
+
+const x = (v: number) => `${v.toFixed(2)}x`;
+const msStr = (v: number) => `${Math.round(v)} ms`;
+const MiB = (b: number) => `${mib(b).toFixed(1)} MiB`;
+
+export function targetRows(r: Results): Row[] {
+  const one = r.relay.find((c) => c.concurrency === 1)!;
+  const many = r.relay.find((c) => c.concurrency === 64)!;
+  const p50 = one.sidecar.p50Ms / one.direct.p50Ms;
+  const tput = many.sidecar.throughputPerS / many.direct.throughputPerS;
+  const burst = r.burst.sidecar.wallMs / r.burst.direct.wallMs;
+  const reconnect = r.reconnectMs;
+  const s = r.soak;
+  return [
+    ["GetVolumeHealth p50, via sidecar / direct, 1 caller", x(p50), "<= 1.5x", p50 <= 1.5],
+    ["throughput at 64 callers, via sidecar / direct", x(tput), ">= 0.7x", tput >= 0.7],
+    [`heal-all burst, ${r.burst.volumes} volumes, via sidecar / driver alone`, x(burst), "<= 1.2x", burst <= 1.2],
+    ["Kubernetes API requests per heal (burst)", r.burst.apiRequestsPerHeal.toFixed(2), "<= 2", r.burst.apiRequestsPerHeal <= 2],
+    ["Kubernetes API requests per repeated health check", r.apiRequestsPerRepeatedCheck.toFixed(2), "0", r.apiRequestsPerRepeatedCheck === 0],
+    ["idle RSS", MiB(r.memory.idleRssBytes), "<= 60 MiB", mib(r.memory.idleRssBytes) <= 60],
+    [`peak RSS in the ${r.burst.volumes}-volume burst`, MiB(r.memory.peakRssBytes), "<= 90 MiB", mib(r.memory.peakRssBytes) <= 90],
+    ["process start -> SERVING (driver already up)", msStr(r.startup.burstSidecar.processStartToServingMs), "<= 300 ms", r.startup.burstSidecar.processStartToServingMs <= 300],
+    [
+      `driver back -> SERVING, worst of ${s.reconnectMs.length} restarts`,
+      reconnect === null ? "not measured" : msStr(reconnect),
+      "<= 300 ms",
+      reconnect !== null && reconnect <= 300,
+    ],
+    [`soak: calls answered / sent (${s.callers} callers, ${s.minutes} min)`, `${s.answered} / ${s.sent}`, "all", s.answered === s.sent && s.sent > 0],
+    [`soak: calls slower than their deadline (${s.deadlineMs} ms)`, `${s.lateCalls} (slowest ${msStr(s.maxLatencyMs)})`, "0", s.lateCalls === 0],
+    ["soak: RSS at the end vs after the first minute", `${(s.rssGrowth * 100).toFixed(1)}% (${MiB(s.rssAfterFirstMinuteBytes)} -> ${MiB(s.rssEndBytes)})`, "<= 10%", s.rssGrowth <= 0.1],
+    ["soak: driverRestartedAt annotations / driver restarts", `${s.restartAnnotations} / ${s.driverRestarts}`, "equal", s.restartAnnotations === s.driverRestarts],
+  ];
+}
+
+export function renderTargets(r: Results): string {
+  const rows = targetRows(r);
+  const codes = Object.entries(r.soak.byCode).map(([k, n]) => `${n} ${k}`).join(", ");
+  return [
+    `4. Issue 12 targets, this run (met: ${rows.filter((row) => row[3]).length} of ${rows.length})`,
+    formatTable(["measure", "measured", "target", "met"], rows.map(([m, v, t, ok]) => [m, v, t, ok ? "yes" : "NO"])),
+    `   soak answers: ${codes}; ${r.soak.apiOutages} API outages (watches dropped, 500s), reconnects ${r.soak.reconnectMs.map((v) => `${v} ms`).join(", ") || "none"}`,
+  ].join("\n");
+}
