@@ -20,6 +20,7 @@ import { Limiter } from "./limiter.js";
 import { isDnsSubdomain } from "./names.js";
 import { fetchPublishContext, fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
 import { SingleFlight } from "./single-flight.js";
+import { withDeadline } from "../util/deadline-signal.js";
 
 export interface HealerServiceDeps {
   driver: DriverConnection;
@@ -56,13 +57,10 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
     }
     const deadline = ctx.deadline;
     try {
-      return (await flights.do(key, ctx.signal, (shared) => {
-        const signal = Number.isFinite(deadline)
-          ? AbortSignal.any([shared, AbortSignal.timeout(Math.max(0, deadline - Date.now()))])
-          : shared;
+      return (await flights.do(key, ctx.signal, (shared) =>
         // The slot covers the Kubernetes reads too: a request that would be refused costs no API request.
-        return deps.limiter.run(() => work(driver, signal), signal);
-      })) as T;
+        withDeadline(shared, deadline, (signal) => deps.limiter.run(() => work(driver, signal), signal)),
+      )) as T;
     } catch (err) {
       if (Date.now() >= deadline) throw deadlineExceeded(`deadline exceeded while serving PersistentVolume ${pvName}`);
       throw err;

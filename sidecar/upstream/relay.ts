@@ -8,6 +8,7 @@ import type { Limiter } from "../relay/limiter.js";
 import type { SecretCache } from "../relay/secret-cache.js";
 import type { CallContext } from "../server/context.js";
 import { requireCapability, type Need } from "./capabilities.js";
+import { withDeadline } from "../util/deadline-signal.js";
 
 export interface UpstreamDeps {
   driver: DriverConnection;
@@ -29,9 +30,8 @@ export async function relay<T>(deps: UpstreamDeps, ctx: CallContext, need: Need,
   if (!deps.driver.ready || !driver) throw unavailable("driver is not connected or not ready");
   requireCapability(driver, need);
   const deadline = ctx.deadline;
-  const signal = Number.isFinite(deadline) ? AbortSignal.any([ctx.signal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]) : ctx.signal;
   try {
-    return await deps.limiter.run(() => work({ driver, signal, deadline }), signal);
+    return await withDeadline(ctx.signal, deadline, (signal) => deps.limiter.run(() => work({ driver, signal, deadline }), signal));
   } catch (err) {
     if (Date.now() >= deadline) throw deadlineExceeded(`deadline exceeded while serving ${ctx.method}`);
     throw err;

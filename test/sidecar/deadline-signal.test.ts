@@ -1,0 +1,22 @@
+// withDeadline: the relay's per-call signal (parent's cancellation or the deadline, whichever first).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { withDeadline } from "../../sidecar/util/deadline-signal.js";
+
+const until = (signal: AbortSignal) => new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
+
+test("withDeadline: fires at the deadline, follows the parent's cancellation, and leaves nothing behind", async () => {
+  const parent = new AbortController();
+  const reason = await withDeadline(parent.signal, Date.now() + 20, until);
+  assert.equal((reason as DOMException).name, "TimeoutError", "the deadline fired");
+
+  const cancelled = withDeadline(parent.signal, Date.now() + 60_000, until);
+  parent.abort(new Error("caller left"));
+  assert.equal(((await cancelled) as Error).message, "caller left", "the parent's reason is passed on");
+
+  const quiet = new AbortController();
+  assert.equal(await withDeadline(quiet.signal, Date.now() + 60_000, async (s) => s.aborted), false);
+  assert.equal(getEventListeners(quiet.signal, "abort").length, 0, "no listener left on the parent");
+  assert.equal(await withDeadline(quiet.signal, Infinity, async (s) => s === quiet.signal), true, "no deadline: the parent itself");
+});
