@@ -16,12 +16,15 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: "prepare" would run the build before the sources are here; no dependency
-# needs an install script to compile (proto/gen is committed, buf is not run).
-RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
+# needs an install script to compile (proto/gen is committed, buf is not run). Optional
+# dependencies stay: esbuild's platform binary (@esbuild/linux-<arch>) is one.
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY proto/ proto/
 COPY sidecar/ sidecar/
 COPY driver-stub/ driver-stub/
+# npm run build also bundles the sidecar into dist/csi-addons-sidecar.mjs (+ dist/vendor/).
+COPY scripts/bundle.mjs scripts/
 RUN npm run build
 # What ships besides node_modules: the compiled code, the launchers, package.json (the version the
 # binaries print) and the .proto contracts (the sidecar loads them for gRPC reflection); not the
@@ -56,4 +59,5 @@ COPY --from=build /out/ ./
 # 9070: controller gRPC (TLS); 9808: /healthz, /readyz, /metrics when --http-endpoint=:9808.
 EXPOSE 9070 9808
 USER 65532:65532
-ENTRYPOINT ["node", "/app/bin/csi-addons-sidecar.js"]
+# The bundled sidecar; V8 flags as the bench measures them (test/bench/image.ts).
+ENTRYPOINT ["node", "--max-semi-space-size=4", "/app/bin/csi-addons-sidecar.js"]

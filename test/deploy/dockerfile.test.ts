@@ -7,6 +7,7 @@ import { dirname, join, normalize, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
 import { findOne, loadManifests, repoRoot } from "./load.js";
+import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS } from "../bench/image.js";
 
 interface Instruction {
   op: string;
@@ -93,6 +94,18 @@ const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as 
 const step = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op).map((s) => s.args);
 
 describe("Dockerfile", () => {
+  test("the build stage bundles the sidecar (npm run build runs scripts/bundle.mjs, which it copies)", () => {
+    const build = stages.find((st) => step(st, "RUN").some((r) => /\bnpm run build\b/.test(r)));
+    assert.ok(build, "a stage runs npm run build");
+    const scripts = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+    assert.match(scripts["build"]!, /node scripts\/bundle\.mjs/);
+    assert.ok(readFileSync(join(repoRoot, "scripts/bundle.mjs"), "utf8").includes(`"${SIDECAR_BUNDLE}"`), `scripts/bundle.mjs writes ${SIDECAR_BUNDLE}`);
+    const runIndex = build.steps.findIndex((st) => st.op === "RUN" && /\bnpm run build\b/.test(st.args));
+    assert.ok(build.steps.slice(0, runIndex).some((st) => st.op === "COPY" && /^scripts\/(bundle\.mjs)?\s/.test(st.args)), "scripts/bundle.mjs is copied before the build");
+    const install = step(build, "RUN").find((r) => /\bnpm ci\b/.test(r))!;
+    assert.doesNotMatch(install, /--omit=optional/, "esbuild's platform binary is an optional dependency");
+  });
+
   test("multi-stage, Node 20, the runtime stage copies from the others and installs nothing", () => {
     assert.ok(stages.length >= 2);
     const arg = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)?.[1];
@@ -145,9 +158,10 @@ describe("Dockerfile", () => {
     const workdir = step(runtime, "WORKDIR").at(-1)!;
     const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
     assert.equal(entry[0], "node");
-    assert.equal(relative(workdir, entry[1]), normalize(pkg.bin["csi-addons-sidecar"]));
+    assert.deepEqual(entry.slice(1, -1), SIDECAR_NODE_FLAGS, "the V8 flags the bench measures");
+    assert.equal(relative(workdir, entry.at(-1)!), normalize(pkg.bin["csi-addons-sidecar"]));
     const bin = readFileSync(join(repoRoot, pkg.bin["csi-addons-sidecar"]), "utf8");
-    assert.match(bin, /dist\/sidecar\/main\.js/);
+    assert.ok(bin.includes(`../${SIDECAR_BUNDLE}`), "the bin runs the bundled sidecar");
     assert.ok(existsSync(join(repoRoot, "sidecar/main.ts")));
 
     const user = step(runtime, "USER").at(-1)!.split(":");
