@@ -15,6 +15,8 @@ export interface RpcEnv {
   log: CallLog;
   /** One human line per event, e.g. "recv /healer.v1.VolumeHealerNode/NodeHealVolume vol-1". */
   say: (line: string) => void;
+  /** Resolves once the state changes made so far are in the state file. */
+  written?: () => Promise<void>;
 }
 
 interface RequestType<Req> {
@@ -64,7 +66,8 @@ export function unary<Req, Res>(
       env.say(`gone ${what} ${statusName(code)}`);
       aborter.abort();
     });
-    new Promise<Res>((resolve) => resolve(handler(call.request, { signal: aborter.signal }))).then(
+    // The answer waits until what the handler changed is in the state file (see state-store.ts).
+    new Promise<Res>((resolve) => resolve(handler(call.request, { signal: aborter.signal }))).finally(() => env.written?.()).then(
       (response) => {
         if (settle(Status.OK)) callback(null, response);
       },

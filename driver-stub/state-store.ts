@@ -1,6 +1,10 @@
 // Keeps the state file's latest good content in memory. Tests change the file while the stub runs,
 // so every request first does a cheap stat() and re-reads only when the file changed; fs.watch on
 // the directory additionally reloads between requests so a malformed edit is reported right away.
+// The stub's own changes (a heal, a fence...) apply in memory at once and reach the file together,
+// once per turn of the event loop (written()), and every answer waits for that: a burst of heals
+// costs one file write per turn instead of one per heal, and a reader who got an answer still
+// finds its effect in the file.
 import { readFileSync, renameSync, statSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -12,6 +16,9 @@ export class StateStore {
   /** What the file looked like when last read ("absent" or stat fields), good or malformed. */
   private signature = "absent";
   private watcher: FSWatcher | undefined;
+  /** Changes applied in memory but not yet written, re-applied if the file changes under them. */
+  private pending: ((raw: StubState) => StubState)[] = [];
+  private writing: Promise<void> | undefined;
 
   constructor(
     private readonly file: string | undefined,
@@ -43,24 +50,42 @@ export class StateStore {
   }
 
   /**
-   * Applies a change to the latest state, in memory and in the file (atomically, so readers never
-   * see half), and returns the new state. Synchronous, so concurrent calls never lose an update.
+   * Applies a change to the latest state in memory and schedules it for the file (atomically, so
+   * readers never see half); returns the new state. Synchronous, so concurrent calls never lose an
+   * update. Answer only after written().
    */
   update(change: (raw: StubState) => StubState): ResolvedState {
     this.refresh();
-    const next = change(this.raw);
+    this.accept(change(this.raw));
     if (this.file !== undefined) {
-      const tmp = `${this.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-      writeFileSync(tmp, JSON.stringify(next, null, 2) + "\n");
-      renameSync(tmp, this.file);
-      this.signature = this.statSignature();
+      this.pending.push(change);
+      this.writing ??= new Promise((resolve) => setImmediate(() => (this.write(), resolve())));
     }
-    this.accept(next);
     return this.resolved;
+  }
+
+  /** Resolves once every change made so far is in the file. */
+  written(): Promise<void> {
+    return this.writing ?? Promise.resolve();
   }
 
   close(): void {
     this.watcher?.close();
+    if (this.pending.length > 0) this.write();
+  }
+
+  private write(): void {
+    this.writing = undefined;
+    this.refresh(); // an edit made meanwhile is read, and the pending changes re-applied on top
+    try {
+      const tmp = `${this.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+      writeFileSync(tmp, JSON.stringify(this.raw, null, 2) + "\n");
+      renameSync(tmp, this.file!);
+      this.signature = this.statSignature();
+    } catch (err) {
+      this.warn(`warning: cannot write state file ${this.file} (${(err as Error).message})`);
+    }
+    this.pending = [];
   }
 
   private refresh(): void {
@@ -69,22 +94,24 @@ export class StateStore {
     if (sig === this.signature) return;
     this.signature = sig;
     if (sig === "absent") {
-      this.accept({});
+      this.accept({}, true);
       return;
     }
     try {
-      this.accept(parseState(readFileSync(this.file, "utf8")));
+      this.accept(parseState(readFileSync(this.file, "utf8")), true);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         this.signature = "absent";
-        this.accept({});
+        this.accept({}, true);
         return;
       }
       this.warn(`warning: state file ${this.file} is malformed (${(err as Error).message}); keeping the last good state`);
     }
   }
 
-  private accept(raw: StubState): void {
+  /** Takes what the file says, with the changes not written yet on top. */
+  private accept(raw: StubState, fromFile = false): void {
+    if (fromFile) raw = this.pending.reduce((state, change) => change(state), raw);
     this.raw = raw;
     this.resolved = resolveState(raw);
   }

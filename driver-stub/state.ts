@@ -119,17 +119,26 @@ export function parseState(text: string): StubState {
 }
 
 /** Absent file, absent keys: no volumes, ready, the capabilities of CAPABILITY_DEFAULTS. */
+// Changes copy only the volume they touch (withVolumeHealed), so after a heal every other volume
+// is the same object as before: resolving each once keeps a heal burst from re-resolving them all.
+const resolvedVolumes = new WeakMap<object, Volume>();
+
 export function resolveState(s: StubState): ResolvedState {
   const volumes = new Map<string, Volume>();
   for (const [id, v] of Object.entries(s.volumes ?? {})) {
-    volumes.set(id, {
-      state: v.state ?? "HEALTHY",
-      reason: v.reason ?? "",
-      message: v.message ?? "",
-      heal: v.heal ?? "SUCCEED",
-      delayMs: v.delayMs ?? 0,
-      locked: v.locked ?? false,
-    });
+    let resolved = resolvedVolumes.get(v);
+    if (!resolved) {
+      resolved = {
+        state: v.state ?? "HEALTHY",
+        reason: v.reason ?? "",
+        message: v.message ?? "",
+        heal: v.heal ?? "SUCCEED",
+        delayMs: v.delayMs ?? 0,
+        locked: v.locked ?? false,
+      };
+      resolvedVolumes.set(v, resolved);
+    }
+    volumes.set(id, resolved);
   }
   return {
     ready: s.ready ?? true,

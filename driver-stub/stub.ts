@@ -62,7 +62,8 @@ export async function startStub(config: StubConfig, out: Output): Promise<Runnin
     locks: new VolumeLocks(),
   };
   const addons = new Server();
-  const addonsEnv = { server: "addons" as const, log, say: out.say };
+  const written = () => store.written();
+  const addonsEnv = { server: "addons" as const, log, say: out.say, written };
   addons.addService(IdentityService, identityServer(driver, addonsEnv));
   addons.addService(VolumeHealerNodeService, healerServer(driver, addonsEnv));
   // The upstream CSI-Addons services, answering UNIMPLEMENTED while their capability is off.
@@ -73,7 +74,7 @@ export async function startStub(config: StubConfig, out: Output): Promise<Runnin
   addons.addService(ReplicationControllerService, replicationServer(driver, addonsEnv));
   addons.addService(VolumeGroupControllerService, volumeGroupServer(driver, addonsEnv));
   const csi = new Server();
-  const csiEnv = { server: "csi" as const, log, say: out.say };
+  const csiEnv = { server: "csi" as const, log, say: out.say, written };
   csi.addService(CsiIdentityService, csiIdentityServer(driver, csiEnv));
   csi.addService(NodeService, csiNodeServer(driver, csiEnv));
 
