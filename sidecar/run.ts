@@ -75,8 +75,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     podUid: config.podUid,
     nodeId: config.nodeId,
     endpoint: podEndpoint(config.pod, config.namespace, port),
+    confirmTimeoutMs: config.nodeConfirmTimeoutMs,
   });
-  manager.on("change", (inPlace) => readiness.update({ node: inPlace }));
+  manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
   driver.on("ready", ({ info, restarted }) => {
     if (restarted) {
       // A restarted driver has lost its user-space mounts: tell the controller to heal.
@@ -84,9 +85,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       manager.recordDriverRestart(new Date());
     }
     manager.setDriver(info.name);
-    readiness.update({ driver: true });
+    readiness.set("driver", true, `driver ${info.name} connected and ready`);
   });
-  driver.on("down", () => readiness.update({ driver: false }));
+  driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
@@ -97,7 +98,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     httpPort,
     metrics,
     async shutdown() {
-      readiness.update({ shuttingDown: true });
+      readiness.set("shutdown", false, "shutting down");
       await drain(server, config.shutdownGraceMs, logger);
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
       http?.closeAllConnections();

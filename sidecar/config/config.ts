@@ -47,6 +47,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long secrets stay cached. */
   secretCacheTtlMs: number;
+  /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
+  nodeConfirmTimeoutMs: number;
 }
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
@@ -84,6 +86,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
+  { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -136,6 +139,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     tlsKeyFile: raw.get("tls-key-file") || undefined,
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
+    nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
   };
   if (enableAuth && !config.authAudience) {
     throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");
@@ -145,6 +149,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
   }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
+  if (config.nodeConfirmTimeoutMs < 300) throw new ConfigError("node-confirm-timeout", "--node-confirm-timeout must be at least 300ms");
   return { kind: "config", config };
 }
 

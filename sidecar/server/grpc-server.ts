@@ -8,6 +8,7 @@ import { ReflectionService } from "@grpc/reflection";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
+import { addHealthService } from "../health/grpc-health.js";
 import type { Readiness } from "../health/readiness.js";
 import type { Logger } from "../log/logger.js";
 import type { HealerService } from "../relay/healer-service.js";
@@ -42,7 +43,7 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
     identity,
     Object.fromEntries(Object.entries(identity).map(([name, def]) => [name, unaryHandler(def.path, identityHandlers[name]!, middlewares, logger)])),
   );
-  deps.readiness.health.addToServer(server);
+  addHealthService(server, deps.readiness);
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
   new ReflectionService(loadDescriptors(), { services: [...SERVED] }).addToServer(server);
   return server;
