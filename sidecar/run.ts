@@ -19,6 +19,8 @@ import { SecretCache } from "./relay/secret-cache.js";
 import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "./server/http.js";
+import { watchRefusedConnections } from "./server/refused-connections.js";
+import { RepeatedLines } from "./log/repeats.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
 import type { Middleware } from "./server/context.js";
 
@@ -46,7 +48,8 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     limiter: new Limiter(config.maxInflight, config.maxQueue),
     resolver: { kube, nodes, secrets: new SecretCache(kube, config.secretCacheTtlMs), nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
-  const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
+  const repeats = new RepeatedLines(logger);
+  const middlewares: Middleware[] = [loggingMiddleware({ repeats, metrics }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
       authMiddleware({ kube, audience: config.authAudience, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
@@ -64,6 +67,13 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
   const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);
+  if (config.enableAuth) {
+    const watched = watchRefusedConnections(server, (reason, peer, error) => {
+      metrics.countRefused(reason);
+      repeats.log("warn", `refused|${reason}`, "connection refused", { reason, peer, error });
+    });
+    if (!watched) logger.warn("refused TLS connections cannot be observed with this grpc-js version; only refused calls are logged and counted");
+  }
   let http: HttpServer | undefined;
   if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
 
@@ -106,6 +116,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       nodes.close();
       tls.close();
       driver.close();
+      repeats.flush();
       logger.info("sidecar stopped");
     },
   };

@@ -1,6 +1,6 @@
 // Prometheus metrics, named and bucketed like kubernetes-csi/csi-lib-utils so existing dashboards
 // for Go sidecars work unchanged.
-import { Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /** csi-lib-utils' DefaultOperationsBuckets (seconds). */
 export const OPERATION_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600];
@@ -9,7 +9,12 @@ export interface Metrics {
   readonly registry: Registry;
   /** Records one driver call. */
   observeOperation(driverName: string, method: string, grpcCode: string, seconds: number): void;
+  /** Counts a connection or call refused before reaching a handler. */
+  countRefused(reason: RefusalReason): void;
 }
+
+export const REFUSAL_REASONS = ["plaintext", "tls_handshake", "unauthenticated", "permission_denied"] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
@@ -21,10 +26,21 @@ export function createMetrics(): Metrics {
     buckets: OPERATION_BUCKETS,
     registers: [registry],
   });
+  const refused = new Counter({
+    name: "csi_addons_sidecar_refused_total",
+    help: "Connections and calls refused on the controller port, by reason",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+  // Every reason from the start at 0, so a rate() alert sees the first refusal.
+  for (const reason of REFUSAL_REASONS) refused.inc({ reason }, 0);
   return {
     registry,
     observeOperation(driverName, method, grpcCode, seconds) {
       operations.observe({ driver_name: driverName, method_name: method, grpc_status_code: grpcCode }, seconds);
+    },
+    countRefused(reason) {
+      refused.inc({ reason });
     },
   };
 }
