@@ -16,9 +16,20 @@ export interface Metrics {
 export const REFUSAL_REASONS = ["plaintext", "tls_handshake", "unauthenticated", "permission_denied"] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
+/**
+ * prom-client always starts perf_hooks.monitorEventLoopDelay, a timer that wakes the process every
+ * `eventLoopMonitoringPrecision` ms (default 10: ~100 wake-ups a second on an idle node). An idle
+ * sidecar should sleep, so that timer is given an interval it never reaches and the seven gauges
+ * it feeds are dropped; nodejs_eventloop_lag_seconds stays, measured at each scrape (one
+ * setImmediate) at no idle cost.
+ */
+const NEVER_MS = 2 ** 31 - 1;
+const LAG_HISTOGRAM_GAUGES = ["min", "max", "mean", "stddev", "p50", "p90", "p99"].map((s) => `nodejs_eventloop_lag_${s}_seconds`);
+
 export function createMetrics(): Metrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: NEVER_MS });
+  for (const name of LAG_HISTOGRAM_GAUGES) registry.removeSingleMetric(name);
   const operations = new Histogram({
     name: "csi_sidecar_operations_seconds",
     help: "Container Storage Interface operation duration with gRPC error code status total",
