@@ -1,4 +1,4 @@
-// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its three tables and
+// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its four tables and
 // writes its JSON, and stops what it started. Nothing here says anything about speed.
 import { test } from "node:test";
 import assert from "node:assert/strict";

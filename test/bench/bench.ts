@@ -102,7 +102,7 @@ type Size = typeof FULL;
  * (two Kubernetes reads, the driver call, two gRPC hops instead of one).
  */
 async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup }> {
-  progress("1/3 relay overhead: GetVolumeHealth, direct vs through the sidecar");
+  progress("1/4 relay overhead: GetVolumeHealth, direct vs through the sidecar");
   stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
   const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
   const paths = {
@@ -130,7 +130,7 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
  * fresh sidecar whose memory is sampled meanwhile.
  */
 async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Results["memory"]; startup: Startup }> {
-  progress(`2/3 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
+  progress(`2/4 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
   const { stub, direct, kube } = stack;
   const breakAll = () => stub.setState(stubState(size.burst, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
   const healsSince = (t: number) => (stub.calls({ method: "NodeHealVolume" }) as unknown as { t0: number; t1: number }[]).filter((e) => e.t0 >= t);
@@ -144,7 +144,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   if (healed !== size.burst) throw new Error(`direct heals: ${healed} of ${size.burst} volumes healed`);
   breakAll();
 
-  progress("3/3 the sidecar's memory during the burst");
+  progress("3/4 the sidecar's memory during the burst");
   const idle = readMemory(sidecar.pid);
   await kube.reset();
   const sampler = sampleMemory(sidecar.pid);
