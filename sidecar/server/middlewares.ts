@@ -20,11 +20,14 @@ export interface CallLogOptions {
   metrics: Pick<Metrics, "countRefused">;
 }
 
-/** Methods whose every answer an operator acts on; other successful calls are routine (debug). */
-const ALWAYS_LOGGED = new Set(["/sidecar.v1.VolumeHealer/HealVolume"]);
+/**
+ * A successful read (health, identity, Probe, the upstream Get* calls a controller polls) is
+ * routine; a successful change (a heal, a fence, a promotion, ...) is what an operator acts on.
+ */
+const ROUTINE = /\/(Get|ControllerGet|Probe)[^/]*$/;
 
 /**
- * One line per heal and per failed or refused call; routine successes (health checks, identity)
+ * One line per heal (and other change) and per failed or refused call; routine successful reads
  * only at debug, so the default level writes nothing on the hot path. Identical failures are
  * summarised (log/repeats.ts); refusals are also counted by reason.
  */
@@ -34,7 +37,7 @@ export function loggingMiddleware(opts: CallLogOptions): Middleware {
     const fields = () => ({ method: ctx.method, ...ctx.fields, user: ctx.user?.username, duration: Math.round(performance.now() - started) / 1000 });
     try {
       const res = await next(req, ctx);
-      if (ALWAYS_LOGGED.has(ctx.method)) ctx.logger.info("call served", { ...fields(), code: "OK" });
+      if (!ROUTINE.test(ctx.method)) ctx.logger.info("call served", { ...fields(), code: "OK" });
       else if (ctx.logger.isDebugEnabled()) ctx.logger.debug("call served", { ...fields(), code: "OK" });
       return res;
     } catch (err) {
