@@ -19,6 +19,7 @@ import { SecretCache } from "./relay/secret-cache.js";
 import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "./server/http.js";
+import { hostPort, listenHost } from "./server/listen-host.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
 import type { Middleware } from "./server/context.js";
 
@@ -59,13 +60,17 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     enableTls: config.enableAuth,
     certFile: config.tlsCertFile,
     keyFile: config.tlsKeyFile,
+    requireFiles: config.requireTlsFiles,
     commonName: `${config.pod}.${config.namespace}`,
     logger,
+    onCertificate: (source, notAfter) => metrics.setTlsCertificate(source, notAfter),
   });
-  const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
-  const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);
+  if (!config.enableAuth) metrics.setTlsCertificate("none", undefined);
+  const port = await bindServer(server, hostPort(listenHost(config.controllerIp), config.controllerPort), tls.credentials);
   let http: HttpServer | undefined;
-  if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
+  if (config.httpEndpoint) {
+    http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
+  }
 
   const manager = new CSIAddonsNodeManager({
     kube,
