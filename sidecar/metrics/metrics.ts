@@ -35,7 +35,8 @@ export function createMetrics(): Metrics {
   });
   const tlsExpiry = new Gauge({
     name: "csi_addons_healer_tls_certificate_expiry_timestamp_seconds",
-    help: "Expiry (notAfter) of the controller port's TLS certificate, in seconds since the epoch",
+    help: "Expiry (notAfter) of the controller port's TLS certificate, in seconds since the epoch; no series when plaintext",
+    labelNames: ["source"] as const,
     registers: [registry],
   });
   return {
@@ -45,8 +46,8 @@ export function createMetrics(): Metrics {
     },
     setTlsCertificate(source, notAfter) {
       for (const s of TLS_SOURCES) tlsSource.set({ source: s }, s === source ? 1 : 0);
-      if (notAfter) tlsExpiry.set(notAfter.getTime() / 1000);
-      else tlsExpiry.reset();
+      tlsExpiry.reset();
+      if (notAfter) tlsExpiry.set({ source }, notAfter.getTime() / 1000);
     },
   };
 }
