@@ -88,13 +88,14 @@ export function render(dir: string): K8sObject[] {
 }
 
 /**
- * Renders a kustomization written for the test, in a temporary directory; paths in `resources`
- * and `components` are relative to deploy/ (as "base" or "components/crd").
+ * Renders a kustomization written for the test, in a temporary directory with `files`; paths in
+ * `resources` and `components` are relative to deploy/ (as "base" or "components/crd"), except
+ * "./name" for one of `files`.
  */
 export function renderOverlay(k: Kustomization & Record<string, unknown>, files: Record<string, string> = {}): K8sObject[] {
   const dir = mkdtempSync(join(tmpdir(), "deploy-overlay-"));
   try {
-    const rel = (p: string) => (p.startsWith("/") ? p : relative(dir, join(deployDir, p)));
+    const rel = (p: string) => (p.startsWith("./") ? p : relative(dir, join(deployDir, p)));
     const body = { ...k, resources: (k.resources ?? []).map(rel), ...(k.components ? { components: k.components.map(rel) } : {}) };
     writeFileSync(join(dir, "kustomization.yaml"), JSON.stringify(body));
     for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
