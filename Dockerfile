@@ -36,7 +36,8 @@ RUN npm run build -- --sourceMap false
 # binaries print) and the .proto contracts (the sidecar loads them for gRPC reflection); not the
 # generated TypeScript under proto/gen. The sidecar image gets no driver-stub code.
 COPY bin/ bin/
-RUN mkdir -p /out/sidecar/bin /out/sidecar/dist /out/driver-stub/bin /out/driver-stub/dist \
+RUN mkdir -p /out/sidecar/bin /out/sidecar/dist \
+ && mkdir -p /out/driver-stub/bin /out/driver-stub/dist \
  && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out/sidecar \
  && cp -r dist/sidecar dist/proto /out/sidecar/dist/ \
  && cp bin/csi-addons-sidecar.js /out/sidecar/bin/ \
