@@ -44,7 +44,7 @@ export function renderTargets(r: Results): string {
   const rows = targetRows(r);
   const codes = Object.entries(r.soak.byCode).map(([k, n]) => `${n} ${k}`).join(", ");
   return [
-    `4. Issue 12 targets, this run (met: ${rows.filter((row) => row[3]).length} of ${rows.length})`,
+    `5. Issue 12 targets, this run, the soak included (met: ${rows.filter((row) => row[3]).length} of ${rows.length})`,
     formatTable(["measure", "measured", "target", "met"], rows.map(([m, v, t, ok]) => [m, v, t, ok ? "yes" : "NO"])),
     `   soak answers: ${codes}; ${r.soak.apiOutages} API outages (watches dropped, 500s), reconnects ${r.soak.reconnectMs.map((v) => `${v} ms`).join(", ") || "none"}`,
   ].join("\n");

@@ -2,6 +2,7 @@
 // tables printed from them.
 import { formatTable } from "../demo/table.js";
 import type { LoadResult } from "./load.js";
+import type { OverloadResult } from "./overload.js";
 import { mib } from "./memory.js";
 import type { SoakResults } from "./soak.js";
 import type { RepeatedCheckCost } from "./repeated.js";
@@ -39,6 +40,7 @@ export interface Results {
   };
   memory: { idleRssBytes: number; peakRssBytes: number; hwmBytes: number; samples: number };
   startup: { relaySidecar: Startup; burstSidecar: Startup };
+  overload: OverloadResult;
   /** API requests per GetVolumeHealth of a volume already checked (see repeated.ts). */
   apiRequestsPerRepeatedCheck: number;
   repeatedCheck: RepeatedCheckCost;
@@ -76,6 +78,15 @@ export function renderTables(r: Results): string {
     ["process start -> first log line", ms(st.processStartToFirstLogMs)],
     ["process start -> SERVING", ms(st.processStartToServingMs)],
   ];
+  const o = r.overload;
+  const overloadRows = [
+    ["calls answered", `${o.calls.toLocaleString("en-US")}: ${Object.entries(o.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`],
+    [`peak RSS (${o.samples} samples)`, MiB(o.peakRssBytes)],
+    ["VmHWM (high-water mark since start)", MiB(o.hwmBytes)],
+    ["deploy/ container memory limit", `${MiB(o.limitBytes)} (${o.limit})`],
+    ["highest of the two / limit", `${((Math.max(o.hwmBytes, o.peakRssBytes) / o.limitBytes) * 100).toFixed(0)}%`],
+    ["alive and ready afterwards", o.survived ? "yes" : "no"],
+  ];
   const m = r.machine;
   return [
     `csi-addons-healer bench (${r.mode}), ${r.timestamp}`,
@@ -93,5 +104,9 @@ export function renderTables(r: Results): string {
     "",
     "3. Sidecar process (compiled) memory and start-up, the driver already running",
     formatTable(["measure", "sidecar"], sidecarRows),
+    "",
+    `4. Sustained overload: ${o.callers} callers each sending HealVolume(ALWAYS) again as soon as answered, for ${o.seconds} s, driver heal delay ${o.healDelayMs} ms, default --max-inflight/--max-queue`,
+    `   under deploy/'s settings: NODE_OPTIONS="${o.nodeOptions}", memory limit ${o.limit} (deploy/${o.deployFiles.join(", deploy/")})`,
+    formatTable(["measure", "sidecar"], overloadRows),
   ].join("\n");
 }
