@@ -14,7 +14,6 @@ import { CSIAddonsNodeManager } from "./node/manager.js";
 import { podEndpoint } from "./node/name.js";
 import { createHealerService } from "./relay/healer-service.js";
 import { Limiter } from "./relay/limiter.js";
-import { AttachedProofs } from "./relay/attached-proofs.js";
 import { NodeCache } from "./relay/node-cache.js";
 import { PvCache } from "./relay/pv-cache.js";
 import { SecretCache } from "./relay/secret-cache.js";
@@ -54,7 +53,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const healer = createHealerService({
     driver,
     limiter,
-    resolver: { kube, nodes, pvs, attached: new AttachedProofs(config.pvCacheTtlMs), secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
+    resolver: { kube, nodes, pvs, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
   const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
   const repeats = new RepeatedLines(logger);

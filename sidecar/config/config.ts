@@ -55,7 +55,7 @@ export interface Config {
   secretCacheTtlMs: number;
   /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
   nodeConfirmTimeoutMs: number;
-  /** How long a PersistentVolume read (and an attachment proof) may serve health checks; 0 = never cached. */
+  /** How long a PersistentVolume read may serve health checks (a PV watch drops changed ones); 0 = never cached. */
   pvCacheTtlMs: number;
 }
 

@@ -4,7 +4,6 @@ import type { KubeApi, PersistentVolume, VolumeAttachment } from "../kube/api.js
 import type { VolumeCapability } from "../../proto/gen/csi/v1/csi.js";
 import { isBlock, volumeCapability } from "./capability.js";
 import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
-import type { AttachedProofs } from "./attached-proofs.js";
 import type { NodeCache } from "./node-cache.js";
 import type { PvCache } from "./pv-cache.js";
 import type { SecretCache } from "./secret-cache.js";
@@ -25,7 +24,7 @@ export interface ResolvedVolume extends CsiVolume {
   /** The VolumeAttachment named for this node as read by this request: null when there is none, undefined when not read. */
   attachment: VolumeAttachment | null | undefined;
   attachmentName: string;
-  /** Resolved from reads made now (or the watched Node), no cached PV or attachment proof: good enough for a heal. */
+  /** Resolved from reads made now (or the watched Node), not from a cached PV: good enough for a heal. */
   fresh: boolean;
 }
 
@@ -48,16 +47,16 @@ export interface ResolverDeps {
   kube: KubeApi;
   nodes: NodeCache;
   pvs: PvCache;
-  attached: AttachedProofs;
   secrets: SecretCache;
   nodeName: string;
   stagingRoot: string;
 }
 
 /**
- * `fresh` (a request that may heal): read the PV and prove the attachment now. Otherwise (a health
- * check, which only reads) the PV may come from the watched cache and the attachment proof from a
- * recent one; see pv-cache.ts and attached-proofs.ts for why neither can mislead.
+ * `fresh` (a request that may heal): read the PV now. Otherwise (a health check, which only reads)
+ * it may come from the watched cache; see pv-cache.ts for why that cannot mislead. Step 4 is never
+ * cached: the watched Node answers it without a request (a kubelet lists every mounted attachable
+ * volume in status.volumesInUse), else the VolumeAttachment is read.
  */
 export async function resolveVolume(
   deps: ResolverDeps,
@@ -75,8 +74,8 @@ export async function resolveVolume(
     throw failedPrecondition(`PersistentVolume ${pvName} belongs to driver ${csi.driver}, not ${driverName}`);
   }
   const attachmentName = volumeAttachmentName(csi.volumeHandle, driverName, deps.nodeName);
-  const { attachment, proven } = await onThisNode(deps, pv, driverName, attachmentName, signal, fresh);
-  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), attachment, attachmentName, fresh: !cached && proven !== "earlier" };
+  const attachment = await onThisNode(deps, pv, driverName, attachmentName, signal);
+  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), attachment, attachmentName, fresh: !cached };
 }
 
 /**
@@ -97,8 +96,8 @@ export async function fetchStageSecrets(
 
 /**
  * Step 4: is the volume on this node? The watched Node's volumesInUse answers without a request;
- * otherwise the VolumeAttachment named for this node must say attached (now, or recently when not
- * `fresh`). Returns the attachment when it was read (undefined when the Node or a proof answered).
+ * otherwise the VolumeAttachment named for this node must say attached. Returns the attachment when
+ * it had to be read (undefined when the Node alone answered).
  */
 async function onThisNode(
   deps: ResolverDeps,
@@ -106,18 +105,12 @@ async function onThisNode(
   driverName: string,
   vaName: string,
   signal: AbortSignal,
-  fresh: boolean,
-): Promise<{ attachment: VolumeAttachment | null | undefined; proven: "node" | "earlier" | "attachment" }> {
+): Promise<VolumeAttachment | null | undefined> {
   const handle = pv.spec.csi!.volumeHandle;
   const node = await deps.nodes.get(signal);
-  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return { attachment: undefined, proven: "node" };
-  if (!fresh && deps.attached.has(vaName)) return { attachment: undefined, proven: "earlier" };
+  if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return undefined;
   const va = (await deps.kube.getVolumeAttachment(vaName, signal)) ?? null;
-  if (va?.status?.attached) {
-    deps.attached.remember(vaName);
-    return { attachment: va, proven: "attachment" };
-  }
-  deps.attached.forget(vaName);
+  if (va?.status?.attached) return va;
   throw failedPrecondition(
     `volume ${handle} of PersistentVolume ${pv.metadata.name} is not in use on node ${deps.nodeName}` +
       (va ? ` (VolumeAttachment ${vaName} is not attached)` : ""),

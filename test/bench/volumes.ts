@@ -2,7 +2,7 @@
 // VolumeAttachment, and what a direct caller must send to reach volume i (the sidecar derives the
 // same request from the PV).
 import { volumeCapability } from "../../sidecar/relay/capability.js";
-import { stagingPath } from "../../sidecar/relay/names.js";
+import { stagingPath, volumeInUseName } from "../../sidecar/relay/names.js";
 import type { PersistentVolume } from "../../sidecar/kube/api.js";
 import type { StubState, VolumeSpec } from "../../driver-stub/state.js";
 import { DRIVER, baseObjects, ourCrdFile, pv, volumeAttachment } from "../support/fixtures.js";
@@ -13,7 +13,8 @@ export const pvName = (i: number) => `pv-${pad(i)}`;
 export const volumeId = (i: number) => `vol-${pad(i)}`;
 
 export function seedObjects(n: number): { crdFiles: string[]; seed: unknown[] } {
-  const seed: unknown[] = [...baseObjects()];
+  // As a kubelet reports them: every mounted attachable volume in the Node's status.volumesInUse.
+  const seed: unknown[] = [...baseObjects(Array.from({ length: n }, (_, i) => volumeInUseName(DRIVER, volumeId(i))))];
   for (let i = 0; i < n; i++) seed.push(pv(pvName(i), { handle: volumeId(i) }), volumeAttachment(pvName(i), volumeId(i)));
   return { crdFiles: [ourCrdFile], seed };
 }

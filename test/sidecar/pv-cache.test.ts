@@ -10,11 +10,12 @@ import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidec
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
-import { pv, volumeAttachment } from "../support/fixtures.js";
+import { DRIVER, pv, volumeAttachment } from "../support/fixtures.js";
+import { volumeInUseName } from "../../sidecar/relay/names.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result } from "../../proto/gen/healer/v1/healer.js";
 
-const VOLUMES = ["cached", "deleting", "gone", "nowatch"];
+const VOLUMES = ["cached", "deleting", "gone", "nowatch", "attached"];
 
 let kube: KubeApi;
 let stub: DriverStub;
@@ -36,6 +37,9 @@ describe("PersistentVolume cache", () => {
         if (v === "deleting") obj.metadata.finalizers = ["kubernetes.io/pv-protection"];
         return [obj, volumeAttachment(`pv-${v}`, `vol-${v}`)];
       }),
+      // As a kubelet reports mounted attachable volumes; pv-attached is left out, so only its
+      // VolumeAttachment can show it is on this node.
+      { volumesInUse: VOLUMES.filter((v) => v !== "attached").map((v) => volumeInUseName(DRIVER, `vol-${v}`)) },
     );
     stub = await startDriverStub({ dir: tempDir(), state: { volumes: Object.fromEntries(VOLUMES.map((v) => [`vol-${v}`, { state: "HEALTHY" }])) } });
     sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath });
@@ -55,7 +59,7 @@ describe("PersistentVolume cache", () => {
     const first = await health("pv-cached");
     assert.ok(first.ok, `first check: ${!first.ok && codeName(first.code)}`);
     const r0 = reads();
-    assert.ok(r0.pv >= 1 && r0.va >= 1, "the first check read the PV and its VolumeAttachment");
+    assert.ok(r0.pv >= 1, "the first check read the PV");
     const nodeReads = kube.counters.get("get", "nodes");
 
     for (let i = 0; i < 3; i++) assert.ok((await health("pv-cached")).ok);
@@ -67,7 +71,19 @@ describe("PersistentVolume cache", () => {
 
     const healed = await heal("pv-cached", Mode.ALWAYS);
     assert.ok(healed.ok, `heal: ${JSON.stringify(healed)}`);
-    assert.deepEqual(reads(), { pv: r0.pv + 1, va: r0.va + 1 }, "a heal reads the PV and the VolumeAttachment afresh");
+    assert.deepEqual(reads(), { pv: r0.pv + 1, va: r0.va + 1 }, "a heal reads the PV afresh, and the VolumeAttachment for publish_context");
+  });
+
+  test("whether the volume is on this node is never cached: without the Node's word, every check reads the VolumeAttachment", async () => {
+    assert.ok((await health("pv-attached")).ok);
+    const r0 = reads();
+    for (let i = 0; i < 3; i++) assert.ok((await health("pv-attached")).ok);
+    assert.deepEqual(reads(), { pv: r0.pv, va: r0.va + 3 }, "the PV from the cache, the attachment read each time");
+    const va = kube.list("storage.k8s.io/v1", "VolumeAttachment").find((o) => (o as { spec: { source: { persistentVolumeName?: string } } }).spec.source.persistentVolumeName === "pv-attached")!;
+    kube.delete("storage.k8s.io/v1", "VolumeAttachment", undefined, (va as { metadata: { name: string } }).metadata.name);
+    const refused = await health("pv-attached");
+    assert.ok(!refused.ok && codeName(refused.code) === "FAILED_PRECONDITION", `detached: ${JSON.stringify(refused)}`);
+    assert.match(refused.details, /not in use on node/);
   });
 
   test("a cached PV that starts being deleted is refused (FAILED_PRECONDITION), through the watch", async () => {
