@@ -3,6 +3,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startTs } from "../support/proc.js";
+import { ConfigError, parseConfig } from "../../controller/config/config.js";
 import { handleOf, startStack, type Stack } from "./stack.js";
 
 async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
@@ -12,16 +13,19 @@ async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 describe("flags", () => {
-  test("--help and --version exit 0", async () => {
+  test("--help lists the flags; --version; a bad flag exits 2 with one line naming it (real process)", async () => {
     const help = await runCli(["--help"]);
     assert.equal(help.code, 0);
     for (const flag of ["--check-interval", "--sidecar-ca-file", "--token-file", "--leader-elect", "--per-node-concurrency", "heal --node"]) assert.ok(help.stdout.includes(flag), flag);
     const v = await runCli(["--version"]);
     assert.equal(v.code, 0);
     assert.match(v.stdout, /^csi-addons-healer-controller \d+\.\d+\.\d+\n$/);
+    const bad = await runCli(["--sidecar-tls=false"], { CHECK_INTERVAL: "soon" });
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr, 'csi-addons-healer-controller: invalid configuration: --check-interval must be a duration like 30s or 3m, got "soon"\n');
   });
 
-  test("a bad flag or value exits 2 with one line naming it", async () => {
+  test("each bad value names its flag", () => {
     for (const [args, flag] of [
       [["--bogus"], "--bogus"],
       [["--sidecar-tls=false", "--check-interval=soon"], "--check-interval"],
@@ -31,19 +35,24 @@ describe("flags", () => {
       [["heal", "--sidecar-tls=false"], "--node"],
       [["heal", "--node=n", "--mode=sometimes", "--sidecar-tls=false"], "--mode"],
     ] as const) {
-      const r = await runCli([...args]);
-      assert.equal(r.code, 2, args.join(" "));
-      assert.equal(r.stderr.trim().split("\n").length, 1, r.stderr);
-      assert.ok(r.stderr.includes(flag), `${args.join(" ")}: ${r.stderr}`);
+      assert.throws(() => parseConfig([...args], {}), (e: Error) => e instanceof ConfigError && e.message.includes(flag), args.join(" "));
     }
   });
 
-  test("flags win over environment variables", async () => {
-    const r = await runCli(["--sidecar-tls=false", "--check-interval=1m", "--help"], { CHECK_INTERVAL: "bogus" });
-    assert.equal(r.code, 0);
-    const bad = await runCli(["--sidecar-tls=false"], { CHECK_INTERVAL: "bogus" });
-    assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /--check-interval/);
+  test("defaults, and flags win over environment variables", () => {
+    const r = parseConfig(["--sidecar-ca-file=/ca.crt"], { KUBERNETES_SERVICE_HOST: "10.0.0.1" });
+    assert.equal(r.kind, "run");
+    const c = (r as Extract<typeof r, { kind: "run" }>).config;
+    assert.equal(c.checkIntervalMs, 300_000);
+    assert.equal(c.perNodeConcurrency, 8);
+    assert.equal(c.maxConcurrentHeals, 64);
+    assert.deepEqual([c.backoffInitialMs, c.backoffMaxMs], [500, 30_000]);
+    assert.equal(c.leader.enabled, true, "on by default in a cluster");
+    assert.deepEqual([c.leader.leaseDurationMs, c.leader.renewDeadlineMs, c.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
+    assert.deepEqual(c.sidecarTls, { enabled: true, caFile: "/ca.crt", serverName: undefined, insecureSkipVerify: false });
+    const w = parseConfig(["--sidecar-tls=false", "--check-interval=1m", "--kubeconfig=/k"], { CHECK_INTERVAL: "bogus" }) as Extract<ReturnType<typeof parseConfig>, { kind: "run" }>;
+    assert.equal(w.config.checkIntervalMs, 60_000);
+    assert.equal(w.config.leader.enabled, false, "off with a kubeconfig (local use)");
   });
 });
 
