@@ -3,6 +3,9 @@
 import { FlagError } from "./flags.js";
 import { parseDuration } from "./duration.js";
 
+/** Every address, IPv6 and IPv4 (a dual-stack socket): what `:port` listens on. */
+export const ANY_ADDRESS = "::";
+
 export function required(raw: Map<string, string>, name: string): string {
   const v = raw.get(name);
   if (!v) throw new FlagError(name, `--${name} is required`);
@@ -49,5 +52,5 @@ export function hostPort(raw: Map<string, string>, name: string): { host: string
   const m = /^(.*):(\d+)$/.exec(v);
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) throw new FlagError(name, `--${name} must be host:port or :port, got ${JSON.stringify(v)}`);
-  return { host: m[1]!.replace(/^\[|\]$/g, "") || "0.0.0.0", port };
+  return { host: m[1]!.replace(/^\[|\]$/g, "") || ANY_ADDRESS, port };
 }
