@@ -125,11 +125,12 @@ describe("the controller's RBAC from deploy/ is exactly what it needs", { skip: 
     rules[scope].flatMap((rule) => rule.resources.flatMap((resource) => rule.verbs.map((verb) => ({ scope, rule, verb, resource })))),
   );
   for (const p of perms) {
-    test(`without ${p.verb} ${p.resource}${p.rule.resourceNames ? ` (${p.rule.resourceNames.join(",")})` : ""}, a step of the flow fails`, async () => {
+    test(`without ${p.verb} ${p.resource}${p.rule.resourceNames ? ` (${p.rule.resourceNames.join(",")})` : ""}, a step of the flow fails`, async (t) => {
       grant(p);
       try {
         const failed = await flow(12_000);
         assert.ok(failed, "nothing broke: the permission is not needed");
+        t.diagnostic(`broke: ${failed.slice(0, 300)}`);
       } finally {
         grant();
       }
