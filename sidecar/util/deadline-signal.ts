@@ -9,7 +9,9 @@ export async function withDeadline<T>(parent: AbortSignal, deadline: number, fn:
   const onAbort = () => ac.abort(parent.reason);
   if (parent.aborted) onAbort();
   else parent.addEventListener("abort", onAbort, { once: true });
-  const timer = setTimeout(() => ac.abort(new DOMException("deadline exceeded", "TimeoutError")), Math.max(0, deadline - Date.now()));
+  // A millisecond late on purpose: a driver call under this signal carries the same deadline, and
+  // its own DEADLINE_EXCEEDED (not a CANCELLED from us) is what the caller and the metrics must see.
+  const timer = setTimeout(() => ac.abort(new DOMException("deadline exceeded", "TimeoutError")), Math.max(0, deadline - Date.now()) + 1);
   try {
     return await fn(ac.signal);
   } finally {
