@@ -17,7 +17,8 @@ healer.v1.VolumeHealerNode on the addons socket, and csi.v1 Identity/Node on the
                               {"ready": true, "capabilities": {"getVolumeHealth": true, "healVolume": true},
                                "volumes": {"<id>": {"state": "HEALTHY|ABNORMAL|UNSUPPORTED", "reason": "",
                                "message": "", "heal": "SUCCEED|FAIL|NOT_HEALABLE", "delayMs": 0, "locked": false}}}
-  --call-log FILE             append one JSON line per RPC received (secret values replaced by "***")
+  --call-log FILE             append one JSON line per RPC received (secret values replaced by
+                              "sha256:" and 16 hex digits of their SHA-256)
   --help                      print this help and exit
   --version                   print the version and exit
 `;

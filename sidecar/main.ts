@@ -9,7 +9,8 @@ import { createLogger, log, setLogger } from "./log/logger.js";
 import { startSidecar } from "./run.js";
 import { packageVersion } from "./util/version.js";
 
-const TERMINATION_LOG = "/dev/termination-log";
+// Until the configuration is parsed, a fatal error goes to the Kubernetes default path.
+let terminationLog = "/dev/termination-log";
 
 async function main(): Promise<number> {
   let parsed;
@@ -31,6 +32,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = parsed.config;
+  terminationLog = config.terminationLog;
   const logger = createLogger(config.logLevel, config.logFormat);
   setLogger(logger);
   // grpc-js writes to stderr by default; its errors belong in our JSON stream.
@@ -62,7 +64,7 @@ async function main(): Promise<number> {
 function fatal(logger: { error: (m: string) => void }, reason: string): number {
   logger.error(reason);
   try {
-    writeFileSync(TERMINATION_LOG, `${reason}\n`);
+    writeFileSync(terminationLog, `${reason}\n`);
   } catch {
     // Not in a container (or not writable): the log line above is all we can do.
   }

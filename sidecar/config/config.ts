@@ -47,6 +47,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long secrets stay cached. */
   secretCacheTtlMs: number;
+  /** Where a fatal exit writes its reason (the container's terminationMessagePath). */
+  terminationLog: string;
 }
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
@@ -84,6 +86,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
+  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file a fatal exit writes its reason to (default /dev/termination-log)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -136,6 +139,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     tlsKeyFile: raw.get("tls-key-file") || undefined,
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
+    terminationLog: str("termination-log", "/dev/termination-log"),
   };
   if (enableAuth && !config.authAudience) {
     throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");

@@ -2,7 +2,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
-import { startTs, type Proc } from "./proc.js";
+import { join } from "node:path";
+import { startTs, tempDir, type Proc } from "./proc.js";
 import { waitFor } from "./wait.js";
 
 export interface SidecarOptions {
@@ -21,6 +22,8 @@ export interface SidecarProc {
   readonly port: number;
   readonly httpPort: number;
   readonly address: string;
+  /** Where this sidecar writes a fatal exit's reason (--termination-log; never the host's /dev/termination-log). */
+  readonly terminationLog: string;
   /** Every stdout line parsed as JSON (throws on a line that is not JSON). */
   logLines(): Record<string, unknown>[];
   /** Plaintext clients (auth off). */
@@ -34,6 +37,7 @@ export interface SidecarProc {
 const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
 export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarProc> {
+  const terminationLog = join(tempDir("sidecar-"), "termination-log");
   const args = [
     `--csi-addons-address=unix://${opts.driverSocket}`,
     `--node-id=${opts.nodeId ?? "node-1"}`,
@@ -44,6 +48,7 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     "--http-endpoint=127.0.0.1:0",
     `--kubeconfig=${opts.kubeconfig}`,
     "--log-level=debug",
+    `--termination-log=${terminationLog}`,
     ...(opts.args?.some((a) => a.startsWith("--enable-auth")) ? [] : ["--enable-auth=false"]),
     ...(opts.args ?? []),
   ];
@@ -61,6 +66,7 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     port,
     httpPort,
     address,
+    terminationLog,
     logLines: () => parseLines(proc.stdout()),
     healer: () => track(new VolumeHealerClient(address, grpc.credentials.createInsecure())),
     health: (service = "") =>
