@@ -1,11 +1,14 @@
 // Runs every test/**/*.test.ts with node's test runner through tsx (Node 20's --test takes no globs).
-// Extra arguments filter test files by substring: `npm test -- driver-stub`.
+// Extra arguments filter test files by substring: `npm test -- driver-stub`; those starting with
+// "--" go to node's test runner: `npm test -- relay --test-name-pattern="deadline"`.
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const filters = args.filter((a) => !a.startsWith("--"));
+const runnerOptions = args.filter((a) => a.startsWith("--"));
 const files = readdirSync(join(root, "test"), { recursive: true })
   .filter((f) => f.endsWith(".test.ts"))
   .map((f) => join("test", f))
@@ -17,7 +20,7 @@ if (files.length === 0) {
 }
 const r = spawnSync(
   process.execPath,
-  ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=180000", ...files],
+  ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=180000", ...runnerOptions, ...files],
   { cwd: root, stdio: "inherit" },
 );
 process.exit(r.status ?? 1);
