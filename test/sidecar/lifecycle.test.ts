@@ -159,6 +159,22 @@ describe("sidecar lifecycle", () => {
     await waitHealth(sidecar, "SERVING");
   });
 
+  test("drift: someone else changing spec.driver.endpoint is put back", async () => {
+    const { sidecar } = await startPair();
+    await waitHealth(sidecar, "SERVING");
+    const ours = `pod://${POD}.${NAMESPACE}:${sidecar.port}`;
+    const cur = getNodeObject()!;
+    assert.equal(cur.spec.driver.endpoint, ours);
+    kube.update({ ...cur, spec: { driver: { ...cur.spec.driver, endpoint: "pod://someone-else.csi:9999" } } });
+    const back = await waitFor("the endpoint put back", () => {
+      const o = getNodeObject();
+      return o?.spec.driver.endpoint === ours ? o : undefined;
+    }, { timeoutMs: 10_000 });
+    assert.equal(back.metadata.uid, cur.metadata.uid, "updated in place, not recreated");
+    assert.deepEqual(back.spec.driver, { name: DRIVER, endpoint: ours, nodeID: NODE });
+    await waitHealth(sidecar, "SERVING");
+  });
+
   test("immutable fields that differ (422) make the sidecar replace the object", async () => {
     await kube.create({
       apiVersion: CAN,
