@@ -188,6 +188,7 @@ describe("sidecar lifecycle", () => {
     const obj = getNodeObject()!;
     assert.notEqual(obj.metadata.uid, oldUid);
     assert.equal(obj.spec.driver.name, DRIVER);
+    assert.ok(sidecar.logLines().some((l) => l.level === "warn" && l.message === "CSIAddonsNode has immutable fields that differ; replacing it"), "says why it replaced the object");
   });
 
   test("the API server down at start: no exit, NOT_SERVING with a clear log, SERVING once it is back", async () => {
@@ -294,6 +295,13 @@ describe("the CRD installed after the sidecar started", () => {
     const { sidecar } = await startPair();
     await sidecar.proc.waitForOutput("the CSIAddonsNode CRD (csiaddonsnodes.csiaddons.openshift.io) is not installed", 20_000);
     assert.equal(await sidecar.health(), "NOT_SERVING");
+    // Retries back off (200 ms doubling to 5 s): a few requests over these seconds, not a hot loop.
+    const from = { get: kube.counters.get("get", "csiaddonsnodes"), watch: kube.counters.get("watch", "csiaddonsnodes"), at: Date.now() };
+    await waitFor("3 s of retrying", () => Date.now() - from.at >= 3_000, { intervalMs: 100 });
+    for (const verb of ["get", "watch"] as const) {
+      const n = kube.counters.get(verb, "csiaddonsnodes") - from[verb];
+      assert.ok(n <= 15, `${n} ${verb} requests for CSIAddonsNodes in 3 s while the CRD is missing`);
+    }
     const crd = parseAllDocuments(readFileSync(upstreamCrdFile, "utf8")).map((d) => d.toJS()).find((d) => d?.kind === "CustomResourceDefinition");
     await kube.create(crd);
     await waitHealth(sidecar, "SERVING", 30_000);

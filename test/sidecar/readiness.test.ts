@@ -35,6 +35,9 @@ test("Probe ready: false → NOT_SERVING and /readyz 503; calls fail fast with U
   await waitFor("the sidecar probing the unready driver", () => stub.calls({ method: "/identity.Identity/Probe" }).length >= 2, { timeoutMs: 20_000 });
   assert.equal(await sidecar.health(), "NOT_SERVING");
   assert.equal(await sidecar.readyz(), 503);
+  const readyz = (method: string) => fetch(`http://127.0.0.1:${sidecar.httpPort}/readyz`, { method });
+  assert.equal((await readyz("HEAD")).status, 503, "HEAD answers like GET");
+  assert.equal((await readyz("POST")).status, 405, "other methods are refused");
   const client = sidecar.healer();
   kube.counters.reset();
   for (const r of [await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { deadlineMs: 10_000 }), await call(client, client.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS }, { deadlineMs: 10_000 })]) {

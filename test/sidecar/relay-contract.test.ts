@@ -141,6 +141,17 @@ describe("relay contract, seen from the driver", () => {
     }
   });
 
+  test("a Kubernetes API that fails transiently (5xx, 429) → UNAVAILABLE naming the API's status, driver not called", async () => {
+    for (const status of [503, 429] as const) {
+      const n = driverCalls("vol-keys").length;
+      kube.faults.failNext(1, status, { verb: "get", resource: "persistentvolumes" });
+      const r = await health("pv-keys");
+      assert.equal(codeName((r as { code: grpc.status }).code), "UNAVAILABLE", (r as { details: string }).details);
+      assert.match((r as { details: string }).details, new RegExp(`^Kubernetes API: ${status} `));
+      assert.equal(driverCalls("vol-keys").length, n);
+    }
+  });
+
   test("metrics: a failing driver call is counted with its real grpc_status_code; buckets exactly the documented ones", async () => {
     const series = `csi_sidecar_operations_seconds_count{driver_name="${DRIVER}",method_name="/healer.v1.VolumeHealerNode/NodeHealVolume",grpc_status_code="ABORTED"}`;
     const count = (text: string) => Number(text.split("\n").find((l) => l.startsWith(series + " "))?.slice(series.length + 1) ?? 0);
