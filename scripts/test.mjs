@@ -1,4 +1,6 @@
 // Runs every test/**/*.test.ts with node's test runner through tsx (Node 20's --test takes no globs).
+// `npm test` puts node_modules/.bin first on PATH, so process.execPath is the pinned Node 24 runtime
+// (the optional dependency node-linux-<arch>), whatever Node the machine itself has.
 // Extra arguments filter test files by substring: `npm test -- driver-stub`; those starting with
 // "--" go to node's test runner: `npm test -- relay --test-name-pattern="deadline"`.
 import { spawnSync } from "node:child_process";
@@ -18,6 +20,7 @@ if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
+console.log(`tests run on Node ${process.version} (${process.execPath})`);
 const r = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=180000", ...runnerOptions, ...files],
