@@ -248,6 +248,7 @@ async function main() {
     for (const c of copies.splice(0)) rmSync(c, { recursive: true, force: true });
   };
   process.once("SIGINT", () => (cleanup(), process.exit(130)));
+  process.once("SIGTERM", () => (cleanup(), process.exit(143)));
   try {
     for (const name of o.modules) {
       const t = targets[name];

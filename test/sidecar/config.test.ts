@@ -40,7 +40,7 @@ test("the other documented defaults (README's flag table)", () => {
   const c = cfg(base);
   assert.equal(c.maxInflight, 16);
   assert.equal(c.maxQueue, 64, "4 x max-inflight");
-  assert.equal(c.controllerIp, "0.0.0.0");
+  assert.equal(c.controllerIp, "::", "every IPv6 and IPv4 address");
   assert.equal(c.logLevel, "info");
   assert.equal(c.podUid, "", "read from the Pod");
   assert.equal(c.kubeconfig, undefined, "in-cluster");
