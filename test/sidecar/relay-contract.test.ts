@@ -13,7 +13,7 @@ import { call, codeName } from "../support/grpc.js";
 import { peakOverlap } from "../support/intervals.js";
 import { waitFor } from "../support/wait.js";
 import { stubClients } from "../driver-stub/clients.js";
-import { DRIVER, NAMESPACE, pv, secret, volumeAttachment } from "../support/fixtures.js";
+import { DRIVER, NAMESPACE, NODE, pv, secret, volumeAttachment } from "../support/fixtures.js";
 import { secretDigest } from "../../driver-stub/call-log.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result } from "../../proto/gen/healer/v1/healer.js";
@@ -54,6 +54,7 @@ describe("relay contract, seen from the driver", () => {
       secret(NAMESPACE, "rotating", { userID: "admin", userKey: "first-value-1" }),
       pv("pv-secret", { handle: "vol-secret", secret: { namespace: NAMESPACE, name: "rotating" } }),
       volumeAttachment("pv-secret", "vol-secret"),
+      pv("pv-late", { handle: "vol-late" }),
       ...burst,
     ]);
     stub = await startDriverStub({
@@ -65,6 +66,7 @@ describe("relay contract, seen from the driver", () => {
           "vol-fail": { state: "ABNORMAL", heal: "FAIL" },
           "vol-keys": { state: "HEALTHY", delayMs: 1_500 },
           "vol-secret": { state: "HEALTHY" },
+          "vol-late": { state: "HEALTHY" },
           // Long enough that every admitted call is still running when the last admitted one arrives.
           ...Object.fromEntries(Array.from({ length: BURST_PVS }, (_, i) => [`vol-m-${i}`, { state: "HEALTHY", delayMs: 5_000 }])),
         },
@@ -150,6 +152,18 @@ describe("relay contract, seen from the driver", () => {
       assert.match((r as { details: string }).details, new RegExp(`^Kubernetes API: ${status} `));
       assert.equal(driverCalls("vol-keys").length, n);
     }
+  });
+
+  test("the watched Node: a volume that appears in its volumesInUse after the start is found there", async () => {
+    const before = await health("pv-late");
+    assert.equal(codeName((before as { code: grpc.status }).code), "FAILED_PRECONDITION", "not in use on this node yet");
+    const node = kube.get("v1", "Node", undefined, NODE) as Record<string, any>;
+    kube.update({ ...node, status: { ...node.status, volumesInUse: [`kubernetes.io/csi/${DRIVER}^vol-late`] } });
+    const r = await waitFor("the Node change seen", async () => {
+      const h = await health("pv-late");
+      return h.ok ? h : undefined;
+    }, { timeoutMs: 15_000, intervalMs: 200 });
+    assert.equal(r.value.volumeId, "vol-late");
   });
 
   test("metrics: a failing driver call is counted with its real grpc_status_code; buckets exactly the documented ones", async () => {
