@@ -128,6 +128,23 @@ describe("sidecar lifecycle", () => {
     assert.ok(!sidecar.logLines().some((l) => l.message === "cannot put CSIAddonsNode in place; retrying"));
   });
 
+  test("created by someone else between our read and our create (409 AlreadyExists): read again and updated, then SERVING", async () => {
+    kube.counters.reset();
+    // Hold the sidecar's create long enough to create the object under it, with exactly its spec.
+    kube.faults.latency(1500, { verb: "create", resource: "csiaddonsnodes" });
+    const { sidecar } = await startPair();
+    await waitFor("the sidecar's create to arrive", () => kube.counters.get("create", "csiaddonsnodes") >= 1);
+    await kube.create({
+      apiVersion: CAN,
+      kind: "CSIAddonsNode",
+      metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE },
+      spec: { driver: { name: DRIVER, endpoint: `pod://${POD}.${NAMESPACE}:${sidecar.port}`, nodeID: NODE } },
+    });
+    await waitHealth(sidecar, "SERVING", 30_000);
+    kube.faults.clear();
+    assert.ok(getNodeObject()!.metadata.annotations?.["sidecar.csiaddons.openshift.io/createdByPodUID"], "our update reached the object");
+  });
+
   test("a deleted CSIAddonsNode is recreated within seconds", async () => {
     const { sidecar } = await startPair();
     await waitHealth(sidecar, "SERVING");
