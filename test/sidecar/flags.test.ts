@@ -89,8 +89,12 @@ describe("flags and their environment variables, in a running sidecar", () => {
 
     const client = new VolumeHealerClient(address, grpc.credentials.createInsecure());
     const r = await call(client, client.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS });
-    client.close();
     assert.ok(r.ok, JSON.stringify(r));
+    assert.ok((await call(client, client.getVolumeHealth, { pvName: "pv-a" })).ok);
+    client.close();
+    // At info (README, Logs): a heal is a change and gets its line; a routine health read does not.
+    await p.waitForOutput(/ INFO call served method=\/sidecar\.v1\.VolumeHealer\/HealVolume /);
+    assert.doesNotMatch(p.stdout(), /call served method=\/sidecar\.v1\.VolumeHealer\/GetVolumeHealth/);
     const heal = stub.calls({ method: "NodeHealVolume", volumeId: "vol-a" }).at(-1)!;
     assert.equal((heal.request as { stagingTargetPath: string }).stagingTargetPath, `/env/staging/${DRIVER}/${createHash("sha256").update("vol-a").digest("hex")}/globalmount`);
 
