@@ -56,6 +56,8 @@ export interface Config {
   secretCacheTtlMs: number;
   /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
   nodeConfirmTimeoutMs: number;
+  /** Where a fatal exit writes its reason (the container's terminationMessagePath). */
+  terminationLog: string;
   /** How long a PersistentVolume read may serve health checks (a PV watch drops changed ones); 0 = never cached. */
   pvCacheTtlMs: number;
 }
@@ -90,6 +92,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
   { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
+  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file a fatal exit writes its reason to (default /dev/termination-log)" },
   { name: "pv-cache-ttl", kind: "string", env: "PV_CACHE_TTL", help: "how long a PV read serves health checks, kept current by a PV watch; 0 = off (default 10m)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
@@ -139,6 +142,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
     nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
+    terminationLog: str("termination-log", "/dev/termination-log"),
     pvCacheTtlMs: duration(raw, "pv-cache-ttl", 600_000),
   };
   if (enableAuth && !config.authAudience) {

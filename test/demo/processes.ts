@@ -3,7 +3,7 @@
 // started — in reverse order, once, also on failure and on Ctrl-C.
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
 import { repoRoot, terminate } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
@@ -61,6 +61,8 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
     "--http-endpoint=127.0.0.1:0",
     `--kubeconfig=${o.kubeconfig}`,
     "--enable-auth=false",
+    // Never the host's /dev/termination-log.
+    `--termination-log=${join(dirname(o.logFile), "termination-log")}`,
     ...(o.args ?? []),
   ];
 }
