@@ -49,7 +49,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
-      authMiddleware({ kube, audience: config.authAudience, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
+      authMiddleware({ kube, audiences: config.authAudiences, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
     );
   } else {
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");

@@ -6,6 +6,9 @@ import { parseDuration } from "./duration.js";
 export type LogFormat = "json" | "text";
 export type LogLevel = "error" | "warn" | "info" | "debug";
 
+/** In --auth-audience: "the API server's own audiences" (a TokenReview without spec.audiences). */
+export const API_SERVER_AUDIENCE = "@api-server";
+
 export interface AuthzRule {
   verb: string;
   group: string;
@@ -38,7 +41,8 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: LogFormat;
   enableAuth: boolean;
-  authAudience: string;
+  /** Audiences a caller's token may carry; API_SERVER_AUDIENCE stands for the API server's own. */
+  authAudiences: string[];
   authz: AuthzRule;
   authCacheTtlMs: number;
   tlsCertFile: string | undefined;
@@ -75,8 +79,8 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
   { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
   { name: "enable-auth", kind: "bool", env: "ENABLE_AUTH", help: "TLS + bearer-token authentication of callers (default true)" },
-  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: "audience a caller's token must carry (required with auth)" },
-  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb (default update)" },
+  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: "comma-separated audiences a caller's token may carry; @api-server = the API server's own (default csi-addons-healer,@api-server)" },
+  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb (default call)" },
   { name: "auth-group", kind: "string", env: "AUTH_GROUP", help: "SubjectAccessReview API group (default csiaddons.openshift.io)" },
   { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource (default csiaddonsnodes)" },
   { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached (default 30s)" },
@@ -129,23 +133,29 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
     logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
     enableAuth,
-    authAudience: str("auth-audience"),
-    authz: { verb: str("auth-verb", "update"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
+    authAudiences: audienceList(raw),
+    authz: { verb: str("auth-verb", "call"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
     authCacheTtlMs: duration(raw, "auth-cache-ttl", 30_000),
     tlsCertFile: raw.get("tls-cert-file") || undefined,
     tlsKeyFile: raw.get("tls-key-file") || undefined,
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
   };
-  if (enableAuth && !config.authAudience) {
-    throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");
-  }
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
     throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
   }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
   return { kind: "config", config };
+}
+
+function audienceList(raw: Map<string, string>): string[] {
+  const v = raw.get("auth-audience") ?? `csi-addons-healer,${API_SERVER_AUDIENCE}`;
+  const list = v.split(",").map((a) => a.trim());
+  if (list.some((a) => !a)) {
+    throw new ConfigError("auth-audience", `--auth-audience must be a comma-separated list of audiences (or ${API_SERVER_AUDIENCE}), got ${JSON.stringify(v)}`);
+  }
+  return [...new Set(list)];
 }
 
 function required(raw: Map<string, string>, name: string): string {

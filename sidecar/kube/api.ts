@@ -105,8 +105,11 @@ export interface KubeApi {
   /** The secret's data, base64-decoded; undefined when it does not exist. */
   getSecretData(namespace: string, name: string, signal: AbortSignal): Promise<Record<string, string> | undefined>;
 
-  /** undefined when the token is not authenticated for the audience. */
-  reviewToken(token: string, audience: string, signal: AbortSignal): Promise<UserInfo | undefined>;
+  /**
+   * undefined when the token is not authenticated for any of `audiences`; with `audiences`
+   * undefined, for the API server's own audiences (a TokenReview without spec.audiences).
+   */
+  reviewToken(token: string, audiences: string[] | undefined, signal: AbortSignal): Promise<UserInfo | undefined>;
   reviewAccess(
     user: UserInfo,
     attrs: { namespace: string; verb: string; group: string; resource: string },

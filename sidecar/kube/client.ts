@@ -47,16 +47,17 @@ export function createKubeApi(t: KubeTransport): KubeApi {
       return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
     },
 
-    reviewToken: async (token, audience, signal) => {
+    reviewToken: async (token, audiences, signal) => {
       const review = await t.request<{ status?: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; uid?: string; groups?: string[] } } }>(
         "POST",
         "/apis/authentication.k8s.io/v1/tokenreviews",
-        { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } },
+        { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: audiences ? { token, audiences } : { token } },
         signal,
       );
       const st = review.status;
       if (!st?.authenticated || !st.user?.username) return undefined;
-      if (st.audiences && !st.audiences.includes(audience)) return undefined;
+      // An authenticator that ignores audiences answers with others (or none): not ours then.
+      if (audiences && st.audiences && !st.audiences.some((a) => audiences.includes(a))) return undefined;
       return { username: st.user.username, uid: st.user.uid, groups: st.user.groups };
     },
     reviewAccess: async (user, attrs, signal) => {

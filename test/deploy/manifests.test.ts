@@ -277,7 +277,8 @@ describe("example DaemonSet", () => {
       assert.equal(portOf(sidecar, probe!.httpGet!.port), httpPort);
     }
     assert.notEqual(flags.get("enable-auth"), "false");
-    assert.equal(flags.get("auth-audience"), "csi-addons-healer");
+    assert.equal(flags.get("auth-audience"), "csi-addons-healer,@api-server");
+    assert.ok(!flags.has("auth-verb") || flags.get("auth-verb") === "call", "callers are authorized for call, which sidecars do not hold");
   });
 
   test("TLS files come from an optional Secret readable by the sidecar only", () => {

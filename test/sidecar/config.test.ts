@@ -33,7 +33,18 @@ test("defaults of DESIGN 4.1", () => {
   assert.equal(c.timeoutMs, 180_000);
   assert.equal(c.httpEndpoint, undefined);
   assert.equal(c.logFormat, "json");
-  assert.deepEqual(c.authz, { verb: "update", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+  assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+});
+
+test("AUTH-POLICY defaults: our audience and the API server's; a dedicated verb; all configurable", () => {
+  const c = cfg(["--node-id=n1", "--pod=p", "--namespace=ns"]);
+  assert.equal(c.enableAuth, true);
+  assert.deepEqual(c.authAudiences, ["csi-addons-healer", "@api-server"]);
+  assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+  const d = cfg([...base, "--auth-audience= a , @api-server,a", "--auth-verb=heal", "--auth-resource=pods", "--auth-group="]);
+  assert.deepEqual(d.authAudiences, ["a", "@api-server"]);
+  assert.deepEqual(d.authz, { verb: "heal", group: "", resource: "pods" });
+  assert.deepEqual(cfg(base, { AUTH_AUDIENCE: "only-ours" }).authAudiences, ["only-ours"]);
 });
 
 test("Go flag syntax: --x=v, --x v, -x v, bare booleans; flags win over env", () => {
@@ -63,7 +74,8 @@ test("invalid configuration names the flag", () => {
   rejects([...base, "--log-format=xml"], "log-format");
   rejects([...base, "--bogus=1"], "bogus");
   rejects([...base, "--enable-auth=maybe"], "enable-auth");
-  rejects(["--node-id=n1", "--pod=p", "--namespace=ns"], "auth-audience");
+  rejects([...base, "--auth-audience="], "auth-audience");
+  rejects([...base, "--auth-audience=a,,b"], "auth-audience");
   rejects([...base, "--tls-cert-file=/x"], "tls-key-file");
   rejects([...base, "--kubeconfig"], "kubeconfig");
 });
