@@ -51,10 +51,10 @@ export function readKustomization(): Kustomization {
   return k as Kustomization;
 }
 
-/** Every .yaml/.yml file below deploy/ except kustomization.yaml, relative to deploy/, sorted. */
+/** Every .yaml/.yml file below deploy/ except kustomization.yaml and the optional components/, relative to deploy/, sorted. */
 export function listManifestFiles(): string[] {
   return (readdirSync(deployDir, { recursive: true }) as string[])
-    .filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml")
+    .filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml" && !f.startsWith("components/"))
     .map((f) => relative(deployDir, join(deployDir, f)))
     .sort();
 }
@@ -71,4 +71,14 @@ export function findOne(manifests: Manifest[], kind: string, name?: string): K8s
   const hits = manifests.filter((m) => m.doc.kind === kind && (name === undefined || m.doc.metadata?.name === name));
   if (hits.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ""} in deploy/, found ${hits.length}`);
   return hits[0].doc;
+}
+
+/** The objects of a kustomize Component under deploy/components/, from the files its kustomization lists. */
+export function loadComponent(name: string): Manifest[] {
+  const dir = join(deployDir, "components", name);
+  const [k] = parseYamlDocuments(readFileSync(join(dir, "kustomization.yaml"), "utf8"), `components/${name}/kustomization.yaml`) as { kind: string; resources: string[] }[];
+  if (k?.kind !== "Component") throw new Error(`components/${name} is not a kustomize Component`);
+  return k.resources.flatMap((file) =>
+    parseYamlDocuments(readFileSync(join(dir, file), "utf8"), file).map((doc) => ({ file: `components/${name}/${file}`, doc: doc as K8sObject })),
+  );
 }
