@@ -31,6 +31,7 @@ export interface Sidecar {
 }
 
 export async function startSidecar(config: Config, logger: Logger, kube: KubeApi): Promise<Sidecar> {
+  for (const { flag, why } of config.ignoredFlags) logger.warn("upstream sidecar flag accepted and ignored", { flag, why });
   const metrics = createMetrics();
   const readiness = new Readiness(logger);
   const driver: DriverConnection = new DriverConnection({
@@ -61,6 +62,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     keyFile: config.tlsKeyFile,
     commonName: `${config.pod}.${config.namespace}`,
     logger,
+    policy: config.tls,
   });
   const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
   const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);

@@ -2,6 +2,7 @@
 // This is the only module that reads process.env (through the `env` argument of parseConfig).
 import { FlagError, parseFlags, usage, type FlagSpec } from "./flags.js";
 import { parseDuration } from "./duration.js";
+import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
 export type LogFormat = "json" | "text";
 export type LogLevel = "error" | "warn" | "info" | "debug";
@@ -47,10 +48,24 @@ export interface Config {
   authCacheTtlMs: number;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
+  /** --tls-min-version, --tls-cipher-suites, --tls-curve-preferences, as node:tls options. */
+  tls: TlsPolicy;
+  /** The Lease of a controller plugin's sidecars (upstream's --leader-election-* flags). */
+  leaderElection: LeaderElectionConfig;
+  /** Upstream sidecar flags that were given and mean nothing here; each is named in one warning. */
+  ignoredFlags: { flag: string; why: string }[];
   /** How long SIGTERM waits for in-flight calls. */
   shutdownGraceMs: number;
   /** How long secrets stay cached. */
   secretCacheTtlMs: number;
+}
+
+export interface LeaderElectionConfig {
+  /** Where the Lease lives; default the pod's namespace. */
+  namespace: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
 }
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
@@ -88,6 +103,12 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
+  { name: "leader-election-namespace", kind: "string", help: "namespace of the controller plugin's Lease (default --namespace)" },
+  { name: "leader-election-lease-duration", kind: "string", help: "how long a Lease holder is trusted without renewing (default 15s)" },
+  { name: "leader-election-renew-deadline", kind: "string", help: "how long the holder keeps retrying to renew before it lets go (default 10s)" },
+  { name: "leader-election-retry-period", kind: "string", help: "time between tries to acquire or renew the Lease (default 5s)" },
+  ...MAPPED_FLAGS,
+  ...IGNORED_FLAGS.map(({ why: _why, ...spec }) => spec),
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -108,11 +129,13 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
   if (bool(raw, "help", false)) return { kind: "help", text: helpText() };
   if (bool(raw, "version", false)) return { kind: "version" };
 
-  const address = str("csi-addons-address", "unix:///run/csi-addons/socket");
+  // The upstream sidecar also takes a bare socket path (its default is /run/csi-addons/socket).
+  const given = str("csi-addons-address", "unix:///run/csi-addons/socket");
+  const address = given.startsWith("/") ? `unix://${given}` : given;
   if (!/^unix:\/\/\/?./.test(address)) {
-    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket, got ${JSON.stringify(address)}`);
+    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket or /path/to/socket, got ${JSON.stringify(given)}`);
   }
-  const enableAuth = bool(raw, "enable-auth", true);
+  const enableAuth = bool(raw, "enable-auth", bool(raw, "enable-authentication", true));
   const maxInflight = int(raw, "max-inflight", 16, 1);
   const config: Config = {
     csiAddonsAddress: address,
@@ -130,14 +153,17 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     inClusterApi: { host: env["KUBERNETES_SERVICE_HOST"], port: env["KUBERNETES_SERVICE_PORT"] },
     maxInflight,
     maxQueue: int(raw, "max-queue", maxInflight * 4, 0),
-    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
-    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
+    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, upstream(() => upstreamLogLevel(raw)) ?? "info"),
+    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, upstream(() => upstreamLogFormat(raw)) ?? "json"),
     enableAuth,
     authAudiences: audienceList(raw),
     authz: { verb: str("auth-verb", "call"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
     authCacheTtlMs: duration(raw, "auth-cache-ttl", 30_000),
     tlsCertFile: raw.get("tls-cert-file") || undefined,
     tlsKeyFile: raw.get("tls-key-file") || undefined,
+    tls: upstream(() => tlsPolicy(raw)),
+    leaderElection: leaderElection(raw),
+    ignoredFlags: IGNORED_FLAGS.filter((f) => raw.has(f.name)).map((f) => ({ flag: `--${f.name}`, why: f.why })),
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
   };
@@ -147,6 +173,33 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
   }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
   return { kind: "config", config };
+}
+
+function upstream<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof UpstreamFlagError) throw new ConfigError(err.flag, err.message);
+    throw err;
+  }
+}
+
+// client-go's leader elector refuses these (leaseDuration > renewDeadline > retryPeriod x 1.2).
+function leaderElection(raw: Map<string, string>): LeaderElectionConfig {
+  const le = {
+    namespace: raw.get("leader-election-namespace") || raw.get("namespace") || "",
+    leaseDurationMs: duration(raw, "leader-election-lease-duration", 15_000),
+    renewDeadlineMs: duration(raw, "leader-election-renew-deadline", 10_000),
+    retryPeriodMs: duration(raw, "leader-election-retry-period", 5_000),
+  };
+  if (le.retryPeriodMs <= 0) throw new ConfigError("leader-election-retry-period", "--leader-election-retry-period must be positive");
+  if (le.renewDeadlineMs <= le.retryPeriodMs * 1.2) {
+    throw new ConfigError("leader-election-renew-deadline", "--leader-election-renew-deadline must be greater than 1.2 x --leader-election-retry-period");
+  }
+  if (le.leaseDurationMs <= le.renewDeadlineMs) {
+    throw new ConfigError("leader-election-lease-duration", "--leader-election-lease-duration must be greater than --leader-election-renew-deadline");
+  }
+  return le;
 }
 
 function audienceList(raw: Map<string, string>): string[] {

@@ -15,10 +15,10 @@ import { grantsOf, installGrants } from "../deploy/grants.js";
 import { loadRbacRules, sidecarServiceAccount } from "../deploy/rbac.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
-import { call, codeName, type Outcome } from "../support/grpc.js";
+import { codeName } from "../support/grpc.js";
+import { upstreamConnect } from "../support/upstream-controller.js";
 import { waitFor } from "../support/wait.js";
 import { NAMESPACE, baseObjects, upstreamCrdFile } from "../support/fixtures.js";
-import { IdentityClient, type GetCapabilitiesResponse } from "../../proto/gen/identity/identity.js";
 
 const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
 const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
@@ -35,28 +35,6 @@ function shippedAuthFlags(): string[] {
   const sidecar = ds.spec.template.spec.containers.find((c) => c.name === "csi-addons-healer");
   assert.ok(sidecar, "deploy/'s DaemonSet has no csi-addons-healer container");
   return (sidecar.args ?? []).filter((a) => /^--(enable-auth|auth-)/.test(a));
-}
-
-/** What internal/kubernetes/token.WithServiceAccountToken does: the token on every unary call. */
-function serviceAccountToken(token: string): grpc.Interceptor {
-  return (options, nextCall) =>
-    new grpc.InterceptingCall(nextCall(options), {
-      start(metadata, listener, next) {
-        metadata.add("authorization", `Bearer ${token}`);
-        next(metadata, listener);
-      },
-    });
-}
-
-/** A fresh connection the way Connection.Connect makes one, and its first call: GetCapabilities. */
-async function upstreamConnect(address: string, token: string): Promise<Outcome<GetCapabilitiesResponse>> {
-  const insecureSkipVerify = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false });
-  const client = new IdentityClient(address, insecureSkipVerify, { interceptors: [serviceAccountToken(token)] });
-  try {
-    return await call(client, client.getCapabilities, {});
-  } finally {
-    client.close();
-  }
 }
 
 describe("the upstream csi-addons controller against deploy/'s settings", () => {
