@@ -13,8 +13,9 @@ healer.v1.VolumeHealerNode on the addons socket, and csi.v1 Identity/Node on the
   --addons-endpoint unix://P  CSI-Addons server socket (required)
   --csi-endpoint unix://P     CSI server socket (required)
   --state FILE                JSON state file, re-read when it changes; absent = no volumes,
-                              ready, all capabilities. Shape:
-                              {"ready": true, "capabilities": {"getVolumeHealth": true, "healVolume": true},
+                              ready, both healer capabilities, a node plugin. Shape:
+                              {"ready": true, "capabilities": {"getVolumeHealth": true, "healVolume": true,
+                               "controllerService": false},
                                "volumes": {"<id>": {"state": "HEALTHY|ABNORMAL|UNSUPPORTED", "reason": "",
                                "message": "", "heal": "SUCCEED|FAIL|NOT_HEALABLE", "delayMs": 0, "locked": false}}}
   --call-log FILE             append one JSON line per RPC received (secret values replaced by "***")

@@ -17,8 +17,10 @@ function capabilities(driver: Driver): Capability[] {
   const healer = (type: Capability_VolumeHealer_Type): Capability => ({
     type: { $case: "volumeHealer", volumeHealer: { type } },
   });
+  const service = (type: Capability_Service_Type): Capability => ({ type: { $case: "service", service: { type } } });
   return [
-    { type: { $case: "service", service: { type: Capability_Service_Type.NODE_SERVICE } } },
+    ...(caps.controllerService ? [service(Capability_Service_Type.CONTROLLER_SERVICE)] : []),
+    service(Capability_Service_Type.NODE_SERVICE),
     ...(caps.getVolumeHealth ? [healer(Capability_VolumeHealer_Type.GET_VOLUME_HEALTH)] : []),
     ...(caps.healVolume ? [healer(Capability_VolumeHealer_Type.HEAL_VOLUME)] : []),
   ];

@@ -20,7 +20,8 @@ export interface VolumeSpec {
 /** The state file as written by tests and people; every field is optional. */
 export interface StubState {
   ready?: boolean;
-  capabilities?: { getVolumeHealth?: boolean; healVolume?: boolean };
+  /** controllerService: identity.GetCapabilities lists Service CONTROLLER_SERVICE (a controller plugin). */
+  capabilities?: { getVolumeHealth?: boolean; healVolume?: boolean; controllerService?: boolean };
   volumes?: Record<string, VolumeSpec>;
 }
 
@@ -29,7 +30,7 @@ export type Volume = Required<VolumeSpec>;
 /** The state with every default applied: what the handlers read. */
 export interface ResolvedState {
   ready: boolean;
-  capabilities: { getVolumeHealth: boolean; healVolume: boolean };
+  capabilities: { getVolumeHealth: boolean; healVolume: boolean; controllerService: boolean };
   volumes: ReadonlyMap<string, Volume>;
 }
 
@@ -94,10 +95,11 @@ export function parseState(text: string): StubState {
   if (raw.capabilities !== undefined) {
     const caps = raw.capabilities;
     if (!isObject(caps)) throw new StateFormatError("state.capabilities: expected an object");
-    onlyKeys(caps, ["getVolumeHealth", "healVolume"], "state.capabilities");
+    onlyKeys(caps, ["getVolumeHealth", "healVolume", "controllerService"], "state.capabilities");
     state.capabilities = {
       getVolumeHealth: optional(caps, "getVolumeHealth", "state.capabilities", isBool, "a boolean"),
       healVolume: optional(caps, "healVolume", "state.capabilities", isBool, "a boolean"),
+      controllerService: optional(caps, "controllerService", "state.capabilities", isBool, "a boolean"),
     };
   }
   if (raw.volumes !== undefined) {
@@ -110,7 +112,7 @@ export function parseState(text: string): StubState {
   return state;
 }
 
-/** Absent file, absent keys: no volumes, ready, every capability on. */
+/** Absent file, absent keys: no volumes, ready, every healer capability on, a node plugin (no CONTROLLER_SERVICE). */
 export function resolveState(s: StubState): ResolvedState {
   const volumes = new Map<string, Volume>();
   for (const [id, v] of Object.entries(s.volumes ?? {})) {
@@ -128,6 +130,7 @@ export function resolveState(s: StubState): ResolvedState {
     capabilities: {
       getVolumeHealth: s.capabilities?.getVolumeHealth ?? true,
       healVolume: s.capabilities?.healVolume ?? true,
+      controllerService: s.capabilities?.controllerService ?? false,
     },
     volumes,
   };

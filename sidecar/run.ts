@@ -5,6 +5,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { authMiddleware } from "./auth/authenticator.js";
 import type { Config } from "./config/config.js";
 import { DriverConnection } from "./driver/connection.js";
+import { ControllerLease } from "./election/controller-lease.js";
 import { metricsInterceptor } from "./driver/metrics-interceptor.js";
 import { Readiness } from "./health/readiness.js";
 import type { KubeApi } from "./kube/api.js";
@@ -79,6 +80,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     endpoint: podEndpoint(config.pod, config.namespace, port),
   });
   manager.on("change", (inPlace) => readiness.update({ node: inPlace }));
+  const lease = new ControllerLease({ kube, logger, identity: config.pod, config: config.leaderElection });
   driver.on("ready", ({ info, restarted }) => {
     if (restarted) {
       // A restarted driver has lost its user-space mounts: tell the controller to heal.
@@ -86,6 +88,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       manager.recordDriverRestart(new Date());
     }
     manager.setDriver(info.name);
+    lease.follow(info).catch((err: unknown) => logger.error("leader election failed", { reason: err instanceof Error ? err.message : String(err) }));
     readiness.update({ driver: true });
   });
   driver.on("down", () => readiness.update({ driver: false }));
@@ -100,6 +103,8 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     metrics,
     async shutdown() {
       readiness.update({ shuttingDown: true });
+      // First: a successor can take controller operations while our in-flight calls finish.
+      await lease.stop();
       await drain(server, config.shutdownGraceMs, logger);
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
       http?.closeAllConnections();

@@ -1,5 +1,5 @@
 // KubeApi over the REST paths the sidecar uses; every call carries the caller's AbortSignal.
-import { KubeError, type CSIAddonsNode, type KubeApi, type Watcher, type WatchEventType } from "./api.js";
+import { KubeError, type CSIAddonsNode, type KubeApi, type Lease, type Watcher, type WatchEventType } from "./api.js";
 import type { KubeTransport } from "./transport.js";
 
 const CSI_ADDONS_NODES = "/apis/csiaddons.openshift.io/v1alpha1/namespaces";
@@ -15,6 +15,7 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     }
   }
   const enc = encodeURIComponent;
+  const leasePath = (ns: string, name = "") => `/apis/coordination.k8s.io/v1/namespaces/${enc(ns)}/leases${name ? `/${enc(name)}` : ""}`;
   const nodePath = (ns: string, name = "") => `${CSI_ADDONS_NODES}/${enc(ns)}/csiaddonsnodes${name ? `/${enc(name)}` : ""}`;
 
   function watcher<T>(collection: string): Watcher<T> {
@@ -36,6 +37,10 @@ export function createKubeApi(t: KubeTransport): KubeApi {
       await t.request("DELETE", nodePath(ns, name), { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid } }, signal);
     },
     watchCSIAddonsNode: (ns) => watcher(nodePath(ns)),
+
+    getLease: (ns, name, signal) => getOrUndefined(leasePath(ns, name), signal),
+    createLease: (obj, signal) => t.request<Lease>("POST", leasePath(obj.metadata.namespace!), obj, signal),
+    replaceLease: (obj, signal) => t.request<Lease>("PUT", leasePath(obj.metadata.namespace!, obj.metadata.name!), obj, signal),
 
     getPersistentVolume: (name, signal) => getOrUndefined(`/api/v1/persistentvolumes/${enc(name)}`, signal),
     getVolumeAttachment: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`, signal),
