@@ -17,7 +17,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: "prepare" would run the build before the sources are here; no dependency
 # needs an install script to compile (proto/gen is committed, buf is not run).
-RUN npm ci --ignore-scripts --no-audit --no-fund
+RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY proto/ proto/
 COPY sidecar/ sidecar/
@@ -36,7 +36,9 @@ FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: "prepare" (the TypeScript build) needs dev dependencies and is done above.
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+# --omit=optional: the optional dependencies are the pinned Node runtime for npm scripts on a
+# developer machine; the image has its own Node.
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
 # --- runtime ------------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
 // Runs every test/**/*.test.ts with node's test runner through tsx (Node 20's --test takes no globs).
+// `npm test` puts node_modules/.bin first on PATH, so process.execPath is the pinned Node 24 runtime
+// (the optional dependency node-linux-<arch>), whatever Node the machine itself has.
 // Extra arguments filter test files by substring: `npm test -- driver-stub`.
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
@@ -15,6 +17,7 @@ if (files.length === 0) {
   console.error("no test files matched");
   process.exit(1);
 }
+console.log(`tests run on Node ${process.version} (${process.execPath})`);
 const r = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", "--test-concurrency=2", "--test-timeout=180000", ...files],

@@ -21,6 +21,7 @@ import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "./server/http.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
+import { upstreamServices } from "./upstream/services.js";
 import type { Middleware } from "./server/context.js";
 
 export interface Sidecar {
@@ -43,11 +44,15 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
 
   const nodes = new NodeCache(kube, config.nodeId, logger);
+  // One bound on driver calls and one secret cache for healing and the upstream services alike.
+  const limiter = new Limiter(config.maxInflight, config.maxQueue);
+  const secrets = new SecretCache(kube, config.secretCacheTtlMs);
   const healer = createHealerService({
     driver,
-    limiter: new Limiter(config.maxInflight, config.maxQueue),
-    resolver: { kube, nodes, secrets: new SecretCache(kube, config.secretCacheTtlMs), nodeName: config.nodeId, stagingRoot: config.stagingPath },
+    limiter,
+    resolver: { kube, nodes, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
+  const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
   const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
@@ -56,7 +61,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   } else {
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
   }
-  const server = buildGrpcServer({ healer, driver, readiness, middlewares, logger });
+  const server = buildGrpcServer({ healer, upstream, driver, readiness, middlewares, logger });
   const tls = await serverCredentials({
     enableTls: config.enableAuth,
     certFile: config.tlsCertFile,

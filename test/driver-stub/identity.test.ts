@@ -46,7 +46,7 @@ describe("driver-stub identity", () => {
     t.after(() => fx.stub.setState({}));
     fx.stub.setState({ capabilities: { controllerService: true } });
     const controller = { type: { $case: "service" as const, service: { type: Service.CONTROLLER_SERVICE } } };
-    assert.deepEqual((await fx.c.getCapabilities()).capabilities, [controller, service, healer(Healer.GET_VOLUME_HEALTH), healer(Healer.HEAL_VOLUME)]);
+    assert.deepEqual((await fx.c.getCapabilities()).capabilities, [service, healer(Healer.GET_VOLUME_HEALTH), healer(Healer.HEAL_VOLUME), controller]);
   });
 
   it("Probe answers ready=true explicitly, and follows `ready` in the state file without a restart", async (t) => {
