@@ -20,6 +20,8 @@ import { SecretCache } from "./relay/secret-cache.js";
 import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "./server/http.js";
+import { watchRefusedConnections } from "./server/refused-connections.js";
+import { RepeatedLines } from "./log/repeats.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
 import { upstreamServices } from "./upstream/services.js";
 import type { Middleware } from "./server/context.js";
@@ -53,7 +55,8 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     resolver: { kube, nodes, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
   const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
-  const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
+  const repeats = new RepeatedLines(logger);
+  const middlewares: Middleware[] = [loggingMiddleware({ repeats, metrics }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
       authMiddleware({ kube, audiences: config.authAudiences, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
@@ -72,6 +75,13 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
   const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);
+  if (config.enableAuth) {
+    const watched = watchRefusedConnections(server, (reason, peer, error) => {
+      metrics.countRefused(reason);
+      repeats.log("warn", `refused|${reason}`, "connection refused", { reason, peer, error });
+    });
+    if (!watched) logger.warn("refused TLS connections cannot be observed with this grpc-js version; only refused calls are logged and counted");
+  }
   let http: HttpServer | undefined;
   if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
 
@@ -83,8 +93,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     podUid: config.podUid,
     nodeId: config.nodeId,
     endpoint: podEndpoint(config.pod, config.namespace, port),
+    confirmTimeoutMs: config.nodeConfirmTimeoutMs,
   });
-  manager.on("change", (inPlace) => readiness.update({ node: inPlace }));
+  manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
   const lease = new ControllerLease({ kube, logger, identity: config.pod, config: config.leaderElection });
   driver.on("ready", ({ info, restarted }) => {
     if (restarted) {
@@ -94,9 +105,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     }
     manager.setDriver(info.name);
     lease.follow(info).catch((err: unknown) => logger.error("leader election failed", { reason: err instanceof Error ? err.message : String(err) }));
-    readiness.update({ driver: true });
+    readiness.set("driver", true, `driver ${info.name} connected and ready`);
   });
-  driver.on("down", () => readiness.update({ driver: false }));
+  driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
@@ -107,7 +118,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     httpPort,
     metrics,
     async shutdown() {
-      readiness.update({ shuttingDown: true });
+      readiness.set("shutdown", false, "shutting down");
       // First: a successor can take controller operations while our in-flight calls finish.
       await lease.stop();
       await drain(server, config.shutdownGraceMs, logger);
@@ -117,6 +128,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       nodes.close();
       tls.close();
       driver.close();
+      repeats.flush();
       logger.info("sidecar stopped");
     },
   };

@@ -58,6 +58,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** How long secrets stay cached. */
   secretCacheTtlMs: number;
+  /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
+  nodeConfirmTimeoutMs: number;
 }
 
 export interface LeaderElectionConfig {
@@ -109,6 +111,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "leader-election-retry-period", kind: "string", help: "time between tries to acquire or renew the Lease (default 5s)" },
   ...MAPPED_FLAGS,
   ...IGNORED_FLAGS.map(({ why: _why, ...spec }) => spec),
+  { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -166,12 +169,14 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     ignoredFlags: IGNORED_FLAGS.filter((f) => raw.has(f.name)).map((f) => ({ flag: `--${f.name}`, why: f.why })),
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
+    nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
     throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
   }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
+  if (config.nodeConfirmTimeoutMs < 300) throw new ConfigError("node-confirm-timeout", "--node-confirm-timeout must be at least 300ms");
   return { kind: "config", config };
 }
 

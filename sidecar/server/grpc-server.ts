@@ -9,6 +9,7 @@ import { ReflectionService } from "@grpc/reflection";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
+import { addHealthService } from "../health/grpc-health.js";
 import type { Readiness } from "../health/readiness.js";
 import type { Logger } from "../log/logger.js";
 import type { HealerService } from "../relay/healer-service.js";
@@ -47,7 +48,7 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
     );
   addUnary(identityProxyDefinition(), identityProxyHandlers(deps.driver));
   for (const svc of deps.upstream) addUnary(svc.definition, svc.handlers);
-  deps.readiness.health.addToServer(server);
+  addHealthService(server, deps.readiness);
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
   const served = [...SERVED, ...deps.upstream.map((s) => s.name)];
   new ReflectionService(loadDescriptors(deps.upstream.map((s) => s.protoFile)), { services: served }).addToServer(server);

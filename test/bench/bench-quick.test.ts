@@ -1,4 +1,4 @@
-// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its three tables and
+// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its four tables and
 // writes its JSON, and stops what it started. Nothing here says anything about speed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -31,6 +31,8 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms$/m);
+  assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
+  assert.match(stdout, /^ +under deploy\/'s settings: NODE_OPTIONS="--max-old-space-size=\d+/m);
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;
@@ -45,10 +47,15 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.ok(r.burst.apiRequestsPerHeal > 0);
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);
+  // Overload under deploy/'s memory settings: every call answered, alive, below the limit.
+  assert.ok(r.overload.calls >= r.overload.callers, `every caller answered at least once: ${r.overload.calls}`);
+  assert.deepEqual(Object.keys(r.overload.outcomes).filter((k) => !["HEALED", "NOT_NEEDED", "RESOURCE_EXHAUSTED"].includes(k)), []);
+  assert.ok(r.overload.survived);
+  assert.ok(Math.max(r.overload.hwmBytes, r.overload.peakRssBytes) < r.overload.limitBytes && r.overload.limitBytes > 0);
 
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());
-  assert.ok(pids.length >= 4, `Kubernetes API, driver-stub and two sidecars: ${pids.join(", ")}`);
+  assert.ok(pids.length >= 5, `Kubernetes API, driver-stub and three sidecars: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
 });

@@ -44,6 +44,8 @@ export interface SidecarSpawnOptions {
   logFile: string;
   /** More flags, e.g. ["--max-inflight=32"]. */
   args?: string[];
+  /** Environment added to ours, e.g. NODE_OPTIONS. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The flags of a local sidecar: fixture pod/node, ephemeral ports on 127.0.0.1, caller auth off. */
@@ -85,7 +87,7 @@ export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProce
   const entry = o.build === "source" ? ["--import", "tsx", join(repoRoot, "sidecar/main.ts")] : [join(repoRoot, "dist/sidecar/main.js")];
   const fd = openSync(o.logFile, "a");
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [...entry, ...localSidecarArgs(o)], { cwd: repoRoot, stdio: ["ignore", fd, fd] });
+  const child = spawn(process.execPath, [...entry, ...localSidecarArgs(o)], { cwd: repoRoot, stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } });
   closeSync(fd);
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   const running = () => child.exitCode === null && child.signalCode === null;
