@@ -22,6 +22,7 @@ import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "./server/http.js";
 import { watchRefusedConnections } from "./server/refused-connections.js";
 import { RepeatedLines } from "./log/repeats.js";
+import { hostPort, listenHost } from "./server/listen-host.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
 import { upstreamServices } from "./upstream/services.js";
 import type { Middleware } from "./server/context.js";
@@ -69,12 +70,14 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     enableTls: config.enableAuth,
     certFile: config.tlsCertFile,
     keyFile: config.tlsKeyFile,
+    requireFiles: config.requireTlsFiles,
     commonName: `${config.pod}.${config.namespace}`,
     logger,
     policy: config.tls,
+    onCertificate: (source, notAfter) => metrics.setTlsCertificate(source, notAfter),
   });
-  const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
-  const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);
+  if (!config.enableAuth) metrics.setTlsCertificate("none", undefined);
+  const port = await bindServer(server, hostPort(listenHost(config.controllerIp), config.controllerPort), tls.credentials);
   if (config.enableAuth) {
     const watched = watchRefusedConnections(server, (reason, peer, error) => {
       metrics.countRefused(reason);
@@ -83,7 +86,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     if (!watched) logger.warn("refused TLS connections cannot be observed with this grpc-js version; only refused calls are logged and counted");
   }
   let http: HttpServer | undefined;
-  if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
+  if (config.httpEndpoint) {
+    http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
+  }
 
   const manager = new CSIAddonsNodeManager({
     kube,

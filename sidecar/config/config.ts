@@ -4,6 +4,9 @@ import { FlagError, parseFlags, usage, type FlagSpec } from "./flags.js";
 import { parseDuration } from "./duration.js";
 import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
+/** Every address, IPv6 and IPv4 (a dual-stack socket); see server/listen-host.ts for IPv4-only nodes. */
+export const ANY_ADDRESS = "::";
+
 export type LogFormat = "json" | "text";
 export type LogLevel = "error" | "warn" | "info" | "debug";
 
@@ -27,6 +30,7 @@ export interface Config {
   /** Empty when not given; then read from the Pod object. */
   podUid: string;
   controllerPort: number;
+  /** Listen address; "::" (the default) is every address, IPv6 and IPv4. */
   controllerIp: string;
   stagingPath: string;
   /** Deadline of one driver call. */
@@ -54,6 +58,8 @@ export interface Config {
   leaderElection: LeaderElectionConfig;
   /** Upstream sidecar flags that were given and mean nothing here; each is named in one warning. */
   ignoredFlags: { flag: string; why: string }[];
+  /** Exit when the certificate files are not usable at start, instead of serving a self-signed pair. */
+  requireTlsFiles: boolean;
   /** How long SIGTERM waits for in-flight calls. */
   shutdownGraceMs: number;
   /** How long secrets stay cached. */
@@ -86,10 +92,10 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "namespace", kind: "string", env: "POD_NAMESPACE", help: "this pod's namespace (required)" },
   { name: "pod-uid", kind: "string", env: "POD_UID", help: "this pod's UID (read from the Pod when empty)" },
   { name: "controller-port", kind: "string", env: "CONTROLLER_PORT", help: "port of the controller-facing gRPC server (default 9070)" },
-  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server (default all addresses)" },
+  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server (default ::, every IPv6 and IPv4 address)" },
   { name: "stagingpath", kind: "string", env: "STAGING_PATH", help: "kubelet's CSI staging root (default /var/lib/kubelet/plugins/kubernetes.io/csi/)" },
   { name: "timeout", kind: "string", env: "TIMEOUT", help: "deadline of one driver call (default 3m)" },
-  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics (default off)" },
+  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics; :port is every address (default off)" },
   { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file (default in-cluster)" },
   { name: "max-inflight", kind: "string", env: "MAX_INFLIGHT", help: "driver calls at once (default 16)" },
   { name: "max-queue", kind: "string", env: "MAX_QUEUE", help: "requests waiting for a driver slot before RESOURCE_EXHAUSTED (default 4 x max-inflight)" },
@@ -103,6 +109,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached (default 30s)" },
   { name: "tls-cert-file", kind: "string", env: "TLS_CERT_FILE", help: "server certificate (default self-signed)" },
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
+  { name: "require-tls-files", kind: "bool", env: "REQUIRE_TLS_FILES", help: "exit if the TLS files are not usable at start; never self-signed (default false)" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
   { name: "leader-election-namespace", kind: "string", help: "namespace of the controller plugin's Lease (default --namespace)" },
@@ -148,7 +155,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     namespace: required(raw, "namespace"),
     podUid: str("pod-uid"),
     controllerPort: int(raw, "controller-port", 9070, 0, 65535),
-    controllerIp: str("controller-ip", "0.0.0.0"),
+    controllerIp: str("controller-ip", ANY_ADDRESS),
     stagingPath: str("stagingpath", "/var/lib/kubelet/plugins/kubernetes.io/csi/"),
     timeoutMs: duration(raw, "timeout", 180_000),
     httpEndpoint: hostPort(raw, "http-endpoint"),
@@ -167,6 +174,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     tls: upstream(() => tlsPolicy(raw)),
     leaderElection: leaderElection(raw),
     ignoredFlags: IGNORED_FLAGS.filter((f) => raw.has(f.name)).map((f) => ({ flag: `--${f.name}`, why: f.why })),
+    requireTlsFiles: bool(raw, "require-tls-files", false),
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
     nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
@@ -174,6 +182,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
     throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
+  }
+  if (config.requireTlsFiles && (!enableAuth || !config.tlsCertFile)) {
+    throw new ConfigError("require-tls-files", "--require-tls-files needs --enable-auth (TLS) and --tls-cert-file/--tls-key-file");
   }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
   if (config.nodeConfirmTimeoutMs < 300) throw new ConfigError("node-confirm-timeout", "--node-confirm-timeout must be at least 300ms");
@@ -262,5 +273,5 @@ function hostPort(raw: Map<string, string>, name: string): { host: string; port:
   const m = /^(.*):(\d+)$/.exec(v);
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) throw new ConfigError(name, `--${name} must be host:port or :port, got ${JSON.stringify(v)}`);
-  return { host: m[1]!.replace(/^\[|\]$/g, "") || "0.0.0.0", port };
+  return { host: m[1]!.replace(/^\[|\]$/g, "") || ANY_ADDRESS, port };
 }

@@ -4,7 +4,7 @@
 // so the bench follows the manifests wherever they are arranged.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { deployDir, listManifestFiles, parseYamlDocuments } from "../deploy/load.js";
+import { deployDir, listYamlFiles, parseYamlDocuments } from "../deploy/load.js";
 
 export const SIDECAR_CONTAINER = "csi-addons-healer";
 
@@ -36,7 +36,7 @@ export function readDeployLimits(): DeployLimits {
     }
     for (const v of Object.values(o)) visit(v, file);
   };
-  for (const file of listManifestFiles()) {
+  for (const file of listYamlFiles()) {
     for (const doc of parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file)) visit(doc, file);
   }
   if (!nodeOptions || !limit) {
