@@ -118,7 +118,7 @@ export function findOne(manifests: Manifest[] | K8sObject[], kind: string, name?
   return hits[0]!;
 }
 
-/** A kustomize Component under deploy/components/, rendered on its own (as an overlay adds it). */
+/** base plus one kustomize Component under deploy/components/, rendered as an overlay adds it. */
 export function loadComponent(name: string): Manifest[] {
-  return renderOverlay({ components: [`components/${name}`] }).map((doc) => ({ file: `components/${name}`, doc }));
+  return renderOverlay({ resources: ["base"], components: [`components/${name}`] }).map((doc) => ({ file: `base + components/${name}`, doc }));
 }

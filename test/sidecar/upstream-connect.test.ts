@@ -51,7 +51,7 @@ describe("the upstream csi-addons controller against deploy/'s settings", () => 
     installGrants(kube, [
       { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
       { user: SIDECAR_USER, rules: own.cluster },
-      ...grantsOf(loadComponent("upstream-controller-access")),
+      ...grantsOf(loadComponent("upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER),
     ]);
     stub = await startDriverStub({});
     sidecar = await startSidecarProc({
