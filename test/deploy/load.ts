@@ -118,7 +118,7 @@ export function findOne(manifests: Manifest[] | K8sObject[], kind: string, name?
   return hits[0]!;
 }
 
-/** base plus one kustomize Component under deploy/components/, rendered as an overlay adds it. */
-export function loadComponent(name: string): Manifest[] {
-  return renderOverlay({ resources: ["base"], components: [`components/${name}`] }).map((doc) => ({ file: `base + components/${name}`, doc }));
+/** base plus kustomize Components under deploy/components/, rendered as an overlay adds them. */
+export function loadComponents(...names: string[]): Manifest[] {
+  return renderOverlay({ resources: ["base"], components: names.map((n) => `components/${n}`) }).map((doc) => ({ file: `base + ${names.join(" + ")}`, doc }));
 }

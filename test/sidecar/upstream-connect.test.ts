@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { KUBE_API_AUDIENCE, startKubeApi, type KubeApi } from "../kube/index.js";
-import { findOne, loadComponent, loadManifests } from "../deploy/load.js";
+import { findOne, loadComponents, loadManifests } from "../deploy/load.js";
 import { grantsOf, installGrants } from "../deploy/grants.js";
 import { loadRbacRules, sidecarServiceAccount } from "../deploy/rbac.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
@@ -51,7 +51,8 @@ describe("the upstream csi-addons controller against deploy/'s settings", () => 
     installGrants(kube, [
       { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
       { user: SIDECAR_USER, rules: own.cluster },
-      ...grantsOf(loadComponent("upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER),
+      // The component binds the ClusterRole that components/controller defines.
+      ...grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER),
     ]);
     stub = await startDriverStub({});
     sidecar = await startSidecarProc({
