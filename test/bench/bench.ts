@@ -17,7 +17,7 @@ import { repoRoot, tempDir } from "../support/proc.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
-import { COMPILED_SIDECAR, ensureCompiledSidecar } from "./build.js";
+import { COMPILED_SIDECAR, ensureCompiled } from "./build.js";
 import { startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
 import { readMemory, sampleMemory } from "./memory.js";
@@ -181,14 +181,14 @@ async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const size = opts.quick ? QUICK : FULL;
   cleanup.onSignal(progress);
-  const build = ensureCompiledSidecar(progress);
+  const build = ensureCompiled(progress);
   progress(build);
   const dir = tempDir("csi-healer-bench-");
   let ok = false;
   cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
 
   progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
-  const kube = await startKubeChild(size.volumes);
+  const kube = await startKubeChild({ seed: { volumes: size.volumes } });
   cleanup.add("in-memory Kubernetes API", () => kube.stop());
   const stub = await startDriverStub({ dir });
   cleanup.add("driver-stub", () => stub.stop());
