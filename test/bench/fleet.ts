@@ -2,7 +2,7 @@
 // DaemonSet (pod IP 127.0.0.1, since every sidecar listens there on a port of its own) with
 // `volumesPerNode` filesystem volumes staged on it (a PV and an attached VolumeAttachment each).
 import type { StubState, VolumeSpec } from "../../driver-stub/state.js";
-import { daemonSet, namespace, ourCrdFile, pod, pv, volumeAttachment } from "../support/fixtures.js";
+import { daemonSet, namespace, onLocalhost, ourCrdFile, pod, pv, volumeAttachment } from "../support/fixtures.js";
 import { healRequest } from "./volumes.js";
 
 export interface Fleet {
@@ -25,12 +25,7 @@ export function fleetVolumes(f: Fleet): { node: number; j: number }[] {
 
 function nodePod(n: number): Record<string, unknown> {
   const p = pod() as { metadata: object; spec: object };
-  return {
-    ...p,
-    metadata: { ...p.metadata, name: fleetPod(n) },
-    spec: { ...p.spec, nodeName: fleetNode(n) },
-    status: { phase: "Running", podIP: "127.0.0.1", podIPs: [{ ip: "127.0.0.1" }] },
-  };
+  return onLocalhost({ ...p, metadata: { ...p.metadata, name: fleetPod(n) }, spec: { ...p.spec, nodeName: fleetNode(n) } });
 }
 
 export function fleetSeed(f: Fleet): { crdFiles: string[]; seed: unknown[] } {

@@ -3,6 +3,7 @@
 import { formatTable } from "../demo/table.js";
 import type { LoadResult } from "./load.js";
 import { mib } from "./memory.js";
+import { renderRestart, type RestartResults } from "./report-restart.js";
 
 export interface Startup {
   /** Our spawn() to the sidecar's "ready: SERVING" log line. */
@@ -37,6 +38,8 @@ export interface Results {
   };
   memory: { idleRssBytes: number; peakRssBytes: number; hwmBytes: number; samples: number };
   startup: { relaySidecar: Startup; burstSidecar: Startup };
+  /** The headline: time to heal after a node-plugin restart, through the healer controller. */
+  restartHeal: RestartResults;
 }
 
 export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`;
@@ -74,6 +77,8 @@ export function renderTables(r: Results): string {
     `node ${r.node}, ${m.platform} ${m.arch} ${m.kernel}, ${m.cpus} x ${m.cpuModel}, ${MiB(m.totalMemoryBytes)} RAM, load ${m.loadAverage1m.toFixed(2)}` +
       (r.git ? `, commit ${r.git.commit.slice(0, 12)}${r.git.dirty ? " (dirty)" : ""}` : ""),
     `sidecar: node ${r.sidecar.entry} (${r.sidecar.build})`,
+    "",
+    renderRestart(r.restartHeal),
     "",
     `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
     formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct"], relayRows),
