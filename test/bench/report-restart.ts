@@ -67,6 +67,7 @@ export function renderRestart(r: RestartResults): string {
     row("API requests per healed volume: controller", (c) => per(c.apiRequests.controllerPerHeal)),
     row("  of them reads (get, list, watch)", (c) => per(c.apiRequests.controllerReadsPerHeal)),
     row("API requests per healed volume: sidecars", (c) => per(c.apiRequests.sidecarsPerHeal)),
+    row("  and per restart, recording it on the CSIAddonsNode", (c) => per(c.apiRequests.sidecarsPerRestart)),
   ];
   const c0 = r.oneNode;
   const checks = checkTargets(r);

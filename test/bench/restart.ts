@@ -63,7 +63,10 @@ export interface RestartResult extends RestartCase {
     controllerPerHeal: number;
     /** Without Events and the handled-marker patches: what informers should make about zero. */
     controllerReadsPerHeal: number;
+    /** On the heal path (PVs, VolumeAttachments, Secrets, Nodes): without recording the restart on the CSIAddonsNode. */
     sidecarsPerHeal: number;
+    /** Recording the restart on its CSIAddonsNode, per sidecar (not per heal). */
+    sidecarsPerRestart: number;
   };
 }
 
@@ -78,6 +81,7 @@ const broken = (c: RestartCase): VolumeSpec => ({ state: "ABNORMAL", reason: "Tr
 const sum = (r: Record<string, number>, keep: (key: string) => boolean = () => true) =>
   Object.entries(r).reduce((n, [k, v]) => (keep(k) ? n + v : n), 0);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
+const isCsiAddonsNode = (key: string) => / csiaddonsnodes(\/|$)/.test(key);
 
 /** fn over items, `size` at a time (set-up only). */
 async function inBatches<T, R>(items: readonly T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -189,6 +193,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   plugins = plugins.map((p, i) => ({ ...p, stub: restarted[i]! }));
   for (const p of plugins) env.cleanup.add(`restarted driver-stub of ${fleetNode(p.n)}`, () => p.stub.stop());
   const backAt = plugins.map(({ stub }) => stub.proc.stdoutAt("driver-stub ready")!);
+  progress(`  restarted driver-stub pids ${plugins.map((p) => `pid ${p.stub.proc.child.pid}`).join(", ")}`);
   await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   const counts = await kube.countsByUser();
@@ -222,7 +227,8 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
       sidecars: sidecarCounts,
       controllerPerHeal: sum(controllerCounts) / volumes,
       controllerReadsPerHeal: sum(controllerCounts, isRead) / volumes,
-      sidecarsPerHeal: sum(sidecarCounts) / volumes,
+      sidecarsPerHeal: sum(sidecarCounts, (k) => !isCsiAddonsNode(k)) / volumes,
+      sidecarsPerRestart: sum(sidecarCounts, isCsiAddonsNode) / c.fleet.nodes,
     },
   };
   progress(`  ${volumes} volumes HEALED ${result.healer.backToLastHealedMs.toFixed(0)} ms after the driver(s) were back (floor ${floor.wallMs.toFixed(0)} ms)`);
