@@ -13,7 +13,7 @@ import { call } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { VolumeHealerNodeClient } from "../../proto/gen/healer/v1/healer.js";
 import type { VolumeSpec } from "../../driver-stub/state.js";
-import { HANDLED_RESTART, spawnController } from "../demo/controller-process.js";
+import { CONTROLLER_USER, HANDLED_RESTART, spawnController } from "../demo/controller-process.js";
 import type { LoggedProcess } from "../demo/logged-process.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
 import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, volumeCount, type Fleet } from "./fleet.js";
@@ -21,7 +21,6 @@ import { startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runBounded } from "./load.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
-export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
 const CAN = "csiaddons.openshift.io/v1alpha1";
 /** Processes started at once while setting up (not measured): more would only thrash 2 cores. */
 const START_BATCH = 4;

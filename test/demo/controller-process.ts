@@ -4,6 +4,8 @@ import { NAMESPACE } from "../support/fixtures.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
 export const HANDLED_RESTART = "healer.csiaddons.openshift.io/handledRestart";
+/** The controller's ServiceAccount, as the API server names its requests. */
+export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
 
 export interface ControllerSpawnOptions {
   /** "source": controller/main.ts through tsx; "compiled": dist/controller/main.js (what the image runs). */

@@ -13,67 +13,30 @@ import { CSI_ADDONS_NODE_NAME, NAMESPACE, NODE, POD, ourCrdFile } from "../suppo
 import { call, codeName } from "../support/grpc.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
-import { Capability, IdentityClient } from "../../proto/gen/identity/identity.js";
+import { IdentityClient } from "../../proto/gen/identity/identity.js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
-import { VolumeHealth_State as State, volumeHealth_StateToJSON as stateName, type VolumeHealth } from "../../proto/gen/healer/v1/healer.js";
+import { VolumeHealth_State as State, volumeHealth_StateToJSON as stateName } from "../../proto/gen/healer/v1/healer.js";
 import { DEAD_MOUNT, DRIVER, STAGE_SECRET, VOLUMES, healthyState, seedObjects } from "./cluster.js";
-import { HANDLED_RESTART, spawnController } from "./controller-process.js";
+import { CONTROLLER_USER, HANDLED_RESTART, spawnController } from "./controller-process.js";
 import { decisions, eventsAbout, lastByPv, metricNames, metricSum, type Decision } from "./controller-view.js";
 import type { LoggedProcess } from "./logged-process.js";
 import { Cleanup, spawnSidecar, type SidecarProcess } from "./processes.js";
+import { parseArgs } from "./args.js";
+import { capabilityName, healthText, listIfServed } from "./narration.js";
 import { Story } from "./story.js";
 import { formatTable } from "./table.js";
 
-const USAGE = `usage: npm run demo [-- --hold] [-- --keep]
-  --hold   keep everything running after the story, until Ctrl-C (to look around with kubectl or grpcurl)
-  --keep   keep the temporary directory (sockets, driver state, sidecar and controller logs) after a successful run
-`;
-
 const CAN = "csiaddons.openshift.io/v1alpha1";
 const RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
-const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
 /** Short, so that the periodic IF_ABNORMAL pass comes round within the demo (default 5m). */
 const CHECK_INTERVAL = "2s";
 const STEPS = 10;
 
-function parseArgs(argv: string[]): { hold: boolean; keep: boolean } {
-  const out = { hold: false, keep: false };
-  for (const a of argv) {
-    if (a === "--hold") out.hold = true;
-    else if (a === "--keep") out.keep = true;
-    else if (a === "--help" || a === "-h") {
-      process.stdout.write(USAGE);
-      process.exit(0);
-    } else {
-      process.stderr.write(`demo: unknown argument ${a}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
-  return out;
-}
-
 const say = (line: string) => process.stdout.write(`${line}\n`);
-/** "VolumeHealer HEAL_VOLUME" from { volumeHealer: { type: "HEAL_VOLUME" } }. */
-const capabilityName = (c: Capability) =>
-  Object.entries(Capability.toJSON(c) as Record<string, { type?: string }>)
-    .map(([kind, v]) => `${kind[0]!.toUpperCase()}${kind.slice(1)} ${v.type ?? "UNKNOWN"}`)
-    .join(" ") || "(empty)";
-const healthText = (h: VolumeHealth | undefined) =>
-  h ? `${stateName(h.state)}${h.reason ? ` (${h.reason})` : ""}` : "(no health in the answer)";
-
 /** One row of the summary per volume: what happened to it at each stage. */
 type Row = Record<"start" | "firstPass" | "fault" | "pass" | "restart" | "healAll" | "final", string>;
 
 const cleanup = new Cleanup();
-
-/** Objects of a kind the API may not serve (events.k8s.io is newer than core Events). */
-function listIfServed(kube: KubeApi, apiVersion: string, kind: string): object[] {
-  try {
-    return kube.list(apiVersion, kind);
-  } catch {
-    return [];
-  }
-}
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
