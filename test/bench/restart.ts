@@ -18,7 +18,7 @@ import type { LoggedProcess } from "../demo/logged-process.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
 import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, volumeCount, type Fleet } from "./fleet.js";
 import { startKubeChild, type KubeChild } from "./kube.js";
-import { maxOverlap, runBounded } from "./load.js";
+import { maxOverlap, percentile, runBounded } from "./load.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";
@@ -50,6 +50,8 @@ export interface RestartResult extends RestartCase {
     backToFirstHealMs: number;
     /** First NodeHealVolume received to last volume HEALED. */
     healPhaseMs: number;
+    /** Per node, from its own driver back: to its first heal, and to its last volume HEALED (median and worst). */
+    perNode: { backToFirstHealMedianMs: number; backToLastHealedMedianMs: number; backToLastHealedMaxMs: number };
     healed: number;
     /** NodeHealVolume calls the drivers answered OK after the restart (exactly once per volume is right). */
     driverHealCalls: number;
@@ -79,6 +81,7 @@ const healthy = (c: RestartCase): VolumeSpec => ({ state: "HEALTHY", delayMs: c.
 const broken = (c: RestartCase): VolumeSpec => ({ state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: c.healDelayMs });
 const sum = (r: Record<string, number>, keep: (key: string) => boolean = () => true) =>
   Object.entries(r).reduce((n, [k, v]) => (keep(k) ? n + v : n), 0);
+const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
 const isCsiAddonsNode = (key: string) => / csiaddonsnodes(\/|$)/.test(key);
 
@@ -100,7 +103,7 @@ async function startNodePlugins(c: RestartCase, kube: KubeChild, env: RestartEnv
   return inBatches(nodes, START_BATCH, async (n) => {
     const dir = join(env.dir, fleetNode(n));
     mkdirSync(dir, { recursive: true });
-    const stub = await startDriverStub({ dir, state: fleetStubState(c.fleet, n, healthy(c)), compiled: true });
+    const stub = await startDriverStub({ dir, state: fleetStubState(c.fleet, n, healthy(c)), compiled: true, readyTimeoutMs: 60_000 });
     env.cleanup.add(`driver-stub of ${fleetNode(n)}`, () => stub.stop());
     const sidecar = await spawnSidecar({
       build: "compiled",
@@ -197,6 +200,10 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   const counts = await kube.countsByUser();
 
+  const perNode = plugins.map(({ stub }, i) => {
+    const mine = healCalls(stub, killedAt);
+    return { first: Math.min(...mine.map((e) => e.t0)) - backAt[i]!, last: Math.max(...mine.map((e) => e.t1)) - backAt[i]! };
+  });
   const heals = plugins.flatMap(({ stub }) => healCalls(stub, killedAt));
   const lastHealed = Math.max(...heals.map((e) => e.t1));
   const firstHeal = Math.min(...heals.map((e) => e.t0));
@@ -217,6 +224,11 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
       backToSidecarsServingMs: Math.max(...servingAt) - lastBack,
       backToFirstHealMs: firstHeal - lastBack,
       healPhaseMs: lastHealed - firstHeal,
+      perNode: {
+        backToFirstHealMedianMs: median(perNode.map((p) => p.first)),
+        backToLastHealedMedianMs: median(perNode.map((p) => p.last)),
+        backToLastHealedMaxMs: Math.max(...perNode.map((p) => p.last)),
+      },
       healed: volumes,
       driverHealCalls: heals.length,
       peakDriverCalls: Math.max(...plugins.map(({ stub }) => maxOverlap(healCalls(stub, killedAt)))),

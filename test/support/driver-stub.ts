@@ -18,6 +18,8 @@ export interface DriverStubOptions {
   extraArgs?: string[];
   /** Run dist/driver-stub/main.js (built by `npm run build`) instead of the sources through tsx: starts faster. */
   compiled?: boolean;
+  /** How long to wait for "driver-stub ready" (default 15 s; many stubs starting at once on a busy machine need more). */
+  readyTimeoutMs?: number;
 }
 
 export interface CallFilter {
@@ -130,7 +132,7 @@ export async function startDriverStub(opts: DriverStubOptions = {}): Promise<Dri
     },
   };
   try {
-    await proc.waitForOutput(/^driver-stub ready$/m);
+    await proc.waitForOutput(/^driver-stub ready$/m, opts.readyTimeoutMs);
   } catch (err) {
     await proc.stop();
     throw err;
