@@ -210,6 +210,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const size = opts.quick ? QUICK : FULL;
+  const loadAtStart = loadavg()[0]!;
   cleanup.onSignal(progress);
   const build = ensureCompiled(progress, [COMPILED_SIDECAR, COMPILED_DRIVER_STUB, COMPILED_CONTROLLER]);
   progress(build);
@@ -242,6 +243,7 @@ async function main(): Promise<number> {
       cpus: cpus().length,
       totalMemoryBytes: totalmem(),
       loadAverage1m: loadavg()[0]!,
+      loadAverage1mAtStart: loadAtStart,
     },
     git: gitDescribe(),
     sidecar: { entry: COMPILED_SIDECAR, build },
