@@ -10,11 +10,15 @@ export interface Decision {
   result: string;
 }
 
-/** The controller's heal decisions (log lines naming pv, trigger, mode and result), oldest first. */
+/**
+ * The controller's final heal decisions (its "heal" log lines naming pv, trigger, mode and
+ * result; attempts it will retry carry retryInMs and are left out), oldest first.
+ */
 export function decisions(lines: readonly LogLine[], since = 0): Decision[] {
   const out: Decision[] = [];
   for (const l of lines) {
-    const { pv, trigger, mode, result } = l as Record<string, unknown>;
+    const { pv, trigger, mode, result, retryInMs } = l as Record<string, unknown>;
+    if (l.message !== "heal" || retryInMs !== undefined) continue;
     if (typeof pv !== "string" || typeof trigger !== "string" || typeof mode !== "string" || typeof result !== "string") continue;
     const at = Date.parse(l.timestamp);
     if (at >= since) out.push({ at, pv, trigger, mode, result });
@@ -47,19 +51,26 @@ export function eventsAbout(events: readonly object[], kind: string, name: strin
     .map((e) => ({ reason: e.reason ?? "", text: e.note ?? e.message ?? "", count: e.series?.count ?? e.count ?? 1 }));
 }
 
-/** Sum of every sample of a metric family whose labels contain all of `labels` (0 when absent). */
-export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0;
-  for (const line of text.split("\n")) {
-    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = m[2] ?? "";
-    if (Object.entries(labels).every(([k, v]) => have.includes(`${k}="${v}"`))) total += Number(m[3]);
-  }
-  return total;
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
 }
 
-/** Metric family names in a /metrics text that match `pattern`. */
-export function metricNames(text: string, pattern: RegExp): string[] {
-  return [...new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!).filter((n) => pattern.test(n)))];
+/** The samples of one metric (exact name, e.g. "x_total" or "x_seconds_sum") in a /metrics text. */
+export function samples(text: string, name: string): Sample[] {
+  const out: Sample[] = [];
+  for (const line of text.split("\n")) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const labels = Object.fromEntries([...(m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!]));
+    out.push({ labels, value: Number(m[3]) });
+  }
+  return out;
+}
+
+/** Sum of the samples whose labels include all of `labels` (0 when there are none). */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+  return samples(text, name)
+    .filter((s) => Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((n, s) => n + s.value, 0);
 }
