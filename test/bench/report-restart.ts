@@ -64,6 +64,7 @@ export function renderRestart(r: RestartResults): string {
     row("  per node: its driver back -> its first heal (median)", (c) => ms(c.healer.perNode.backToFirstHealMedianMs)),
     row("per node: its driver back -> its last HEALED (median)", (c) => ms(c.healer.perNode.backToLastHealedMedianMs)),
     row("per node: its driver back -> its last HEALED (worst)", (c) => ms(c.healer.perNode.backToLastHealedMaxMs)),
+    row("the controller's own metric, per node (mean)", (c) => `${ms(c.healer.controllerMetric.meanMs)} (${c.healer.controllerMetric.restarts} restarts)`),
     row("NodeHealVolume answered OK after the restart", (c) => `${c.healer.driverHealCalls} of ${c.volumes}`),
     row("most heals at once at one driver: floor, healer", (c) => `${c.floor.peakDriverCalls}, ${c.healer.peakDriverCalls}`),
     row("API requests per healed volume: controller", (c) => per(c.apiRequests.controllerPerHeal)),

@@ -13,7 +13,8 @@ import { call } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { VolumeHealerNodeClient } from "../../proto/gen/healer/v1/healer.js";
 import type { VolumeSpec } from "../../driver-stub/state.js";
-import { CONTROLLER_USER, HANDLED_RESTART, spawnController } from "../demo/controller-process.js";
+import { CONTROLLER_USER, HANDLED_RESTART, RESTART_METRIC, spawnController } from "../demo/controller-process.js";
+import { metricSum } from "../demo/controller-view.js";
 import type { LoggedProcess } from "../demo/logged-process.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
 import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, volumeCount, type Fleet } from "./fleet.js";
@@ -56,6 +57,8 @@ export interface RestartResult extends RestartCase {
     /** NodeHealVolume calls the drivers answered OK after the restart (exactly once per volume is right). */
     driverHealCalls: number;
     peakDriverCalls: number;
+    /** The controller's own csi_addons_healer_restart_heal_duration_seconds: restarts seen, mean per node (from driverRestartedAt). */
+    controllerMetric: { restarts: number; meanMs: number };
   };
   /** Requests from the restart until the controller recorded every restart as handled, by identity. */
   apiRequests: {
@@ -199,6 +202,8 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   const counts = await kube.countsByUser();
+  const metrics = await controller.metrics();
+  const restarts = metricSum(metrics, `${RESTART_METRIC}_count`);
 
   const perNode = plugins.map(({ stub }, i) => {
     const mine = healCalls(stub, killedAt);
@@ -232,6 +237,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
       healed: volumes,
       driverHealCalls: heals.length,
       peakDriverCalls: Math.max(...plugins.map(({ stub }) => maxOverlap(healCalls(stub, killedAt)))),
+      controllerMetric: { restarts, meanMs: (metricSum(metrics, `${RESTART_METRIC}_sum`) / restarts) * 1000 },
     },
     apiRequests: {
       controller: controllerCounts,

@@ -4,6 +4,9 @@ import { NAMESPACE } from "../support/fixtures.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
 export const HANDLED_RESTART = "healer.csiaddons.openshift.io/handledRestart";
+/** Its Prometheus metrics the demo and the bench read. */
+export const HEALS_METRIC = "csi_addons_healer_heals";
+export const RESTART_METRIC = "csi_addons_healer_restart_heal_duration_seconds";
 /** The controller's ServiceAccount, as the API server names its requests. */
 export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
 

@@ -17,7 +17,7 @@ import { IdentityClient } from "../../proto/gen/identity/identity.js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { VolumeHealth_State as State, volumeHealth_StateToJSON as stateName } from "../../proto/gen/healer/v1/healer.js";
 import { DEAD_MOUNT, DRIVER, STAGE_SECRET, VOLUMES, healthyState, seedObjects } from "./cluster.js";
-import { CONTROLLER_USER, HANDLED_RESTART, spawnController } from "./controller-process.js";
+import { CONTROLLER_USER, HANDLED_RESTART, HEALS_METRIC, RESTART_METRIC, spawnController } from "./controller-process.js";
 import { decisions, eventsAbout, lastByPv, metricSum, samples, type Decision } from "./controller-view.js";
 import type { LoggedProcess } from "./logged-process.js";
 import { Cleanup, spawnSidecar, type SidecarProcess } from "./processes.js";
@@ -31,8 +31,6 @@ const RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
 /** Short, so that the periodic IF_ABNORMAL pass comes round within the demo (default 5m). */
 const CHECK_INTERVAL = "2s";
 const STEPS = 10;
-const HEALS_METRIC = "csi_addons_healer_heals";
-const RESTART_METRIC = "csi_addons_healer_restart_heal_duration_seconds";
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 /** One row of the summary per volume: what happened to it at each stage. */
