@@ -20,7 +20,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY proto/ proto/
+COPY common/ common/
 COPY sidecar/ sidecar/
+COPY controller/ controller/
 COPY driver-stub/ driver-stub/
 RUN npm run build
 # What ships besides node_modules: the compiled code, the launchers, package.json (the version the

@@ -1,7 +1,7 @@
 // Entry point: the only place that reads process.env/argv (through parseConfig), handles signals
 // and decides exit codes.
-import { writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
+import { exitWhenDone, fatal, untilSignal } from "../common/process/entry.js";
 import { ConfigError, parseConfig } from "./config/config.js";
 import { createKubeApi } from "./kube/client.js";
 import { KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "./kube/transport.js";
@@ -9,7 +9,6 @@ import { createLogger, log, setLogger } from "./log/logger.js";
 import { startSidecar } from "./run.js";
 import { packageVersion } from "./util/version.js";
 
-const TERMINATION_LOG = "/dev/termination-log";
 
 async function main(): Promise<number> {
   let parsed;
@@ -46,37 +45,10 @@ async function main(): Promise<number> {
     return fatal(logger, `cannot load Kubernetes client configuration: ${err instanceof Error ? err.message : String(err)}`);
   }
   const sidecar = await startSidecar(config, logger, createKubeApi(transport));
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info("signal received; shutting down", { signal });
-      resolve();
-    };
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    process.once("SIGINT", () => stop("SIGINT"));
-  });
+  await untilSignal(logger);
   await sidecar.shutdown();
   transport.close();
   return 0;
 }
 
-function fatal(logger: { error: (m: string) => void }, reason: string): number {
-  logger.error(reason);
-  try {
-    writeFileSync(TERMINATION_LOG, `${reason}\n`);
-  } catch {
-    // Not in a container (or not writable): the log line above is all we can do.
-  }
-  return 1;
-}
-
-main().then(
-  (code) => {
-    process.exitCode = code;
-    // Let winston flush, then leave even if a library keeps a handle open.
-    setTimeout(() => process.exit(code), 200).unref();
-  },
-  (err: unknown) => {
-    process.exitCode = fatal(log(), `fatal: ${err instanceof Error ? err.message : String(err)}`);
-    setTimeout(() => process.exit(1), 200).unref();
-  },
-);
+exitWhenDone(main(), log);

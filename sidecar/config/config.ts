@@ -1,10 +1,12 @@
 // The one typed configuration object: parsed and validated once, defaults applied here only.
 // This is the only module that reads process.env (through the `env` argument of parseConfig).
-import { FlagError, parseFlags, usage, type FlagSpec } from "./flags.js";
-import { parseDuration } from "./duration.js";
+import { FlagError as ConfigError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
+import { bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 
-export type LogFormat = "json" | "text";
-export type LogLevel = "error" | "warn" | "info" | "debug";
+import type { LogFormat, LogLevel } from "../../common/log/logger.js";
+export type { LogFormat, LogLevel };
+/** Names a flag; main.ts exits 2 with its message. */
+export { ConfigError };
 
 export interface AuthzRule {
   verb: string;
@@ -51,13 +53,6 @@ export interface Config {
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
 
-export class ConfigError extends Error {
-  constructor(readonly flag: string, message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
-
 const FLAGS: readonly FlagSpec[] = [
   { name: "csi-addons-address", kind: "string", env: "CSI_ADDONS_ENDPOINT", help: "driver's CSI-Addons socket (default unix:///run/csi-addons/socket)" },
   { name: "node-id", kind: "string", env: "NODE_ID", help: "Kubernetes node name (required)" },
@@ -93,13 +88,7 @@ export function helpText(): string {
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ParseResult {
-  let raw: Map<string, string>;
-  try {
-    raw = parseFlags(FLAGS, argv, env);
-  } catch (err) {
-    if (err instanceof FlagError) throw new ConfigError(err.flag, err.message);
-    throw err;
-  }
+  const raw = parseFlags(FLAGS, argv, env);
   const str = (name: string, dflt = "") => raw.get(name) ?? dflt;
   if (bool(raw, "help", false)) return { kind: "help", text: helpText() };
   if (bool(raw, "version", false)) return { kind: "version" };
@@ -146,53 +135,4 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
   }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
   return { kind: "config", config };
-}
-
-function required(raw: Map<string, string>, name: string): string {
-  const v = raw.get(name);
-  if (!v) throw new ConfigError(name, `--${name} is required`);
-  return v;
-}
-
-function bool(raw: Map<string, string>, name: string, dflt: boolean): boolean {
-  const v = raw.get(name);
-  if (v === undefined) return dflt;
-  if (/^(1|t|true)$/i.test(v)) return true;
-  if (/^(0|f|false)$/i.test(v)) return false;
-  throw new ConfigError(name, `--${name} must be true or false, got ${JSON.stringify(v)}`);
-}
-
-function int(raw: Map<string, string>, name: string, dflt: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const v = raw.get(name);
-  if (v === undefined) return dflt;
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || n < min || n > max) {
-    throw new ConfigError(name, `--${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
-  }
-  return n;
-}
-
-function duration(raw: Map<string, string>, name: string, dflt: number): number {
-  const v = raw.get(name);
-  if (v === undefined) return dflt;
-  const ms = parseDuration(v);
-  if (ms === undefined) throw new ConfigError(name, `--${name} must be a duration like 30s or 3m, got ${JSON.stringify(v)}`);
-  return ms;
-}
-
-function oneOf<T extends string>(raw: Map<string, string>, name: string, allowed: readonly T[], dflt: T): T {
-  const v = raw.get(name) ?? dflt;
-  if (!(allowed as readonly string[]).includes(v)) {
-    throw new ConfigError(name, `--${name} must be one of ${allowed.join("|")}, got ${JSON.stringify(v)}`);
-  }
-  return v as T;
-}
-
-function hostPort(raw: Map<string, string>, name: string): { host: string; port: number } | undefined {
-  const v = raw.get(name);
-  if (!v) return undefined;
-  const m = /^(.*):(\d+)$/.exec(v);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new ConfigError(name, `--${name} must be host:port or :port, got ${JSON.stringify(v)}`);
-  return { host: m[1]!.replace(/^\[|\]$/g, "") || "0.0.0.0", port };
 }

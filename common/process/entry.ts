@@ -1,0 +1,47 @@
+// What every entry point (main.ts) does the same way: wait for SIGTERM/SIGINT, write a fatal
+// reason to the log and /dev/termination-log, and exit once the logger has flushed.
+import { writeFileSync } from "node:fs";
+
+const TERMINATION_LOG = "/dev/termination-log";
+
+interface ErrorLog {
+  error(message: string): unknown;
+  info(message: string, meta?: object): unknown;
+}
+
+/** Resolves on the first SIGTERM or SIGINT. */
+export function untilSignal(logger: ErrorLog): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info("signal received; shutting down", { signal });
+      resolve();
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+/** Logs the reason and writes it to the termination log; returns exit code 1. */
+export function fatal(logger: ErrorLog, reason: string): number {
+  logger.error(reason);
+  try {
+    writeFileSync(TERMINATION_LOG, `${reason}\n`);
+  } catch {
+    // Not in a container (or not writable): the log line above is all we can do.
+  }
+  return 1;
+}
+
+/** Exits with main's code (1 if it throws), after letting winston flush, even if a library keeps a handle open. */
+export function exitWhenDone(main: Promise<number>, logger: () => ErrorLog): void {
+  main.then(
+    (code) => {
+      process.exitCode = code;
+      setTimeout(() => process.exit(code), 200).unref();
+    },
+    (err: unknown) => {
+      process.exitCode = fatal(logger(), `fatal: ${err instanceof Error ? err.message : String(err)}`);
+      setTimeout(() => process.exit(1), 200).unref();
+    },
+  );
+}

@@ -1,0 +1,163 @@
+// Turns CSIAddonsNode changes and the clock into passes (DESIGN 7.2): a restart marker that is
+// not handled yet → a pass over every volume of that node (ALWAYS, or IF_ABNORMAL on first
+// sight), then the marker is recorded on the object; between restarts a jittered periodic
+// IF_ABNORMAL pass per sidecar. A newer trigger for a node supersedes older work of that node.
+// Only the leader acts; losing leadership drops all work (the next leader reads the markers).
+import type { Logger } from "../../common/log/logger.js";
+import { delay } from "../../common/util/delay.js";
+import type { ClusterView, KubeWrites } from "../kube/api.js";
+import { KubeRequestError } from "../kube/api.js";
+import { backoffMs, jittered } from "../plan/retry.js";
+import { HANDLED_RESTART, decideRestart, restartTime, type RestartDecision } from "../plan/trigger.js";
+import type { SidecarInfo } from "../plan/types.js";
+import type { Metrics } from "../report/metrics.js";
+import { HealPass, type PassDeps, type PassSummary } from "./pass.js";
+
+interface NodeState {
+  pass?: HealPass;
+  /** The restart marker the current pass handles. */
+  activeMarker?: string;
+  /** Marker handled by this process (written, or being written, to the object). */
+  handledMarker?: string;
+  timer?: NodeJS.Timeout;
+}
+
+export interface HealControllerDeps {
+  view: ClusterView;
+  kube: Pick<KubeWrites, "patchCSIAddonsNodeAnnotation">;
+  pass: PassDeps;
+  metrics: Metrics;
+  logger: Logger;
+  checkIntervalMs: number;
+  random?: () => number;
+}
+
+export class HealController {
+  private readonly nodes = new Map<string, NodeState>();
+  private generation = 0;
+  private leading = false;
+  private readonly listener = (type: "add" | "update" | "delete", s: SidecarInfo) => this.onSidecar(type, s);
+
+  constructor(private readonly deps: HealControllerDeps) {
+    deps.view.on("sidecar", this.listener);
+  }
+
+  /** Leadership gained (or no election): act on every sidecar the caches know. */
+  lead(): void {
+    if (this.leading) return;
+    this.leading = true;
+    this.deps.metrics.leader.set(1);
+    for (const s of this.deps.view.sidecars()) this.onSidecar("add", s);
+  }
+
+  /** Leadership lost or shutdown: cancel every pass and timer; in-flight calls end with their deadline. */
+  unlead(): void {
+    this.leading = false;
+    this.deps.metrics.leader.set(0);
+    for (const st of this.nodes.values()) {
+      st.pass?.cancel();
+      clearTimeout(st.timer);
+    }
+    this.nodes.clear();
+    this.deps.pass.queue.clear();
+  }
+
+  close(): void {
+    this.unlead();
+    this.deps.view.off("sidecar", this.listener);
+  }
+
+  private state(key: string): NodeState {
+    let st = this.nodes.get(key);
+    if (!st) this.nodes.set(key, (st = {}));
+    return st;
+  }
+
+  private onSidecar(type: "add" | "update" | "delete", s: SidecarInfo): void {
+    if (!this.leading) return;
+    if (type === "delete") {
+      const st = this.nodes.get(s.key);
+      st?.pass?.cancel();
+      clearTimeout(st?.timer);
+      this.nodes.delete(s.key);
+      this.deps.pass.pool.forget(s.key);
+      return;
+    }
+    const st = this.state(s.key);
+    const d = decideRestart(s);
+    if (d && d.marker !== st.handledMarker && d.marker !== st.activeMarker) this.restartPass(s, d, st);
+    if (!st.timer && !s.deleting) this.schedulePeriodic(s.key, st);
+  }
+
+  private restartPass(s: SidecarInfo, d: RestartDecision, st: NodeState): void {
+    const seenAt = Date.now();
+    const since = restartTime(s.annotations, s.annotations[HANDLED_RESTART], seenAt);
+    const pass = this.startPass(s, d.trigger, d.mode, 0, st);
+    st.activeMarker = d.marker;
+    this.deps.logger.info("restart heal", { sidecar: s.key, node: s.nodeId, driver: s.driver, trigger: d.trigger, mode: d.mode, marker: d.marker, volumes: pass.spec.pvs.length });
+    void pass.done.then(async (summary) => {
+      if (st.pass !== pass) return;
+      st.pass = undefined;
+      st.activeMarker = undefined;
+      if (!summary.completed) return;
+      st.handledMarker = d.marker;
+      if (summary.skipped) {
+        // Not opted in: leave the object alone (no marker written), just do not ask again.
+        this.deps.logger.info("sidecar left alone", { sidecar: s.key, reason: summary.skipped });
+        return;
+      }
+      if (d.trigger === "restart") this.deps.metrics.restartHealSeconds.observe({ driver: s.driver }, (Date.now() - since) / 1000);
+      this.deps.logger.info("restart heal done", { sidecar: s.key, node: s.nodeId, marker: d.marker, answers: Object.fromEntries(countAnswers(summary)), seconds: (Date.now() - since) / 1000 });
+      await this.writeMarker(s, d.marker, st);
+    });
+  }
+
+  /** Records the handled marker with a merge patch of that one annotation; retried until it lands or is moot. */
+  private async writeMarker(s: SidecarInfo, marker: string, st: NodeState): Promise<void> {
+    for (let attempt = 1; this.leading && this.nodes.get(s.key) === st && st.handledMarker === marker; attempt++) {
+      try {
+        await this.deps.kube.patchCSIAddonsNodeAnnotation(s.namespace, s.name, HANDLED_RESTART, marker, AbortSignal.timeout(15_000));
+        return;
+      } catch (err) {
+        if (err instanceof KubeRequestError && err.status === 404) return;
+        const wait = backoffMs(attempt, 500, 30_000, this.deps.random);
+        this.deps.logger.warn("could not record the handled restart; retrying", { sidecar: s.key, error: (err as Error).message, retryInMs: wait });
+        await delay(wait);
+      }
+    }
+  }
+
+  private startPass(s: SidecarInfo, trigger: HealPass["spec"]["trigger"], mode: HealPass["spec"]["mode"], priority: number, st: NodeState): HealPass {
+    const generation = ++this.generation;
+    this.deps.pass.queue.supersede(s.key, generation);
+    st.pass?.cancel();
+    const pass = new HealPass(this.deps.pass, { sidecar: s, pvs: this.deps.view.volumesOf(s), mode, trigger, generation, priority });
+    st.pass = pass;
+    void pass.done.then((summary) => {
+      if (summary.completed && !summary.skipped) this.deps.metrics.volumesAbnormal.set({ driver: s.driver, node: s.nodeId }, summary.abnormal);
+    });
+    return pass.start();
+  }
+
+  private schedulePeriodic(key: string, st: NodeState): void {
+    if (this.deps.checkIntervalMs <= 0) return;
+    st.timer = setTimeout(() => {
+      st.timer = undefined;
+      const s = this.deps.view.sidecar(key);
+      if (!this.leading || this.nodes.get(key) !== st || !s || s.deleting) return;
+      if (st.pass) return this.schedulePeriodic(key, st);
+      const pass = this.startPass(s, "periodic", "IF_ABNORMAL", 1, st);
+      void pass.done.then(() => {
+        if (st.pass === pass) st.pass = undefined;
+        if (this.nodes.get(key) === st && !st.timer) this.schedulePeriodic(key, st);
+      });
+    }, jittered(this.deps.checkIntervalMs, this.deps.random));
+    st.timer.unref();
+  }
+}
+
+export function countAnswers(summary: PassSummary): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const a of summary.answers.values()) counts.set(a, (counts.get(a) ?? 0) + 1);
+  return counts;
+}

@@ -1,0 +1,204 @@
+// One pass over the volumes of one sidecar: wait until the sidecar is reachable and SERVING,
+// check that its driver opted in (VolumeHealer capabilities), then one HealVolume per volume
+// through the work queue, retried by status code with backoff and jitter. A pass that must not
+// lose a heal (restart, first sight) never gives up on a retryable answer: after maxAttempts it
+// waits for the sidecar again and goes on.
+import { status } from "@grpc/grpc-js";
+import type { Logger } from "../../common/log/logger.js";
+import { delay } from "../../common/util/delay.js";
+import { backoffMs, isRetryable } from "../plan/retry.js";
+import { canRun } from "../plan/trigger.js";
+import type { HealerCapabilities, Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
+import type { Reporter } from "../report/reporter.js";
+import { CallError, type SidecarConnection } from "../sidecars/connection.js";
+import type { SidecarPool } from "../sidecars/pool.js";
+import type { WorkQueue } from "./queue.js";
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  initialMs: number;
+  maxMs: number;
+  healTimeoutMs: number;
+}
+
+export interface PassDeps {
+  queue: WorkQueue;
+  pool: SidecarPool;
+  /** The sidecar's latest CSIAddonsNode (its endpoint may change during a pass). */
+  latest(key: string): SidecarInfo | undefined;
+  reporter: Reporter;
+  logger: Logger;
+  retry: RetryPolicy;
+  random?: () => number;
+}
+
+export interface PassSpec {
+  sidecar: SidecarInfo;
+  pvs: readonly PvInfo[];
+  mode: Mode;
+  trigger: Trigger;
+  generation: number;
+  /** 0 for restart work, 1 for the rest. */
+  priority: number;
+}
+
+export interface PassSummary {
+  /** false when cancelled (superseded, leadership lost, sidecar gone). */
+  completed: boolean;
+  /** Set when the driver has not opted in: nothing was called. */
+  skipped?: string;
+  /** Final answer per PV: a result (HEALED, NOT_NEEDED, NOT_HEALABLE) or a status code name. */
+  answers: Map<string, string>;
+  /** Volumes whose health after the answer was ABNORMAL. */
+  abnormal: number;
+}
+
+const PROBE_TIMEOUT_MS = 5_000;
+
+export class HealPass {
+  readonly done: Promise<PassSummary>;
+  private resolveDone!: (s: PassSummary) => void;
+  private readonly abort = new AbortController();
+  private readonly answers = new Map<string, string>();
+  private abnormal = 0;
+  private conn: SidecarConnection | undefined;
+  private ready: Promise<HealerCapabilities | undefined> | undefined;
+  private finished = false;
+
+  constructor(
+    private readonly deps: PassDeps,
+    readonly spec: PassSpec,
+    private readonly onAnswer: (pv: string, answer: string) => void = () => {},
+  ) {
+    this.done = new Promise((resolve) => (this.resolveDone = resolve));
+  }
+
+  get persistent(): boolean {
+    return this.spec.trigger === "restart" || this.spec.trigger === "first-sight";
+  }
+
+  start(): this {
+    void this.run();
+    return this;
+  }
+
+  cancel(): void {
+    this.abort.abort();
+    this.finish({ completed: false });
+  }
+
+  private async run(): Promise<void> {
+    const caps = await this.waitReady();
+    if (!caps) return;
+    if (!canRun(this.spec.mode, caps)) {
+      const need = this.spec.mode === "ALWAYS" ? "HEAL_VOLUME" : "HEAL_VOLUME and GET_VOLUME_HEALTH";
+      return this.finish({ completed: true, skipped: `driver ${this.spec.sidecar.driver} does not offer VolumeHealer ${need}` });
+    }
+    if (this.spec.pvs.length === 0) return this.finish({ completed: true });
+    for (const pv of this.spec.pvs) this.enqueue(pv, 1);
+  }
+
+  private enqueue(pv: PvInfo, attempt: number): void {
+    if (this.abort.signal.aborted) return;
+    const { sidecar, priority, generation } = this.spec;
+    this.deps.queue.add({ nodeKey: sidecar.key, priority, generation, run: () => this.attempt(pv, attempt), dropped: () => {} });
+  }
+
+  private async attempt(pv: PvInfo, attempt: number): Promise<void> {
+    if (this.abort.signal.aborted) return;
+    const conn = this.conn;
+    // The sidecar is being looked up again: wait for it outside the queue, holding no slot.
+    if (!conn) return void this.retryLater(pv, attempt, 0, undefined);
+    const { sidecar, mode, trigger } = this.spec;
+    const t0 = Date.now();
+    const base = { sidecar, pv, trigger, mode, attempt };
+    try {
+      const a = await conn.heal(pv.name, mode, this.deps.retry.healTimeoutMs);
+      this.deps.reporter.outcome({ ...base, durationMs: Date.now() - t0, result: a.result, health: a.health, message: a.message });
+      this.settle(pv.name, a.result, a.health === "ABNORMAL");
+    } catch (err) {
+      const code = err instanceof CallError ? err.code : status.INTERNAL;
+      const result = status[code] ?? String(code);
+      const message = err instanceof CallError ? err.details : (err as Error).message;
+      const outcome = { ...base, durationMs: Date.now() - t0, result, message };
+      if (!isRetryable(code) || this.abort.signal.aborted) {
+        this.deps.reporter.outcome(outcome);
+        return this.settle(pv.name, result, false);
+      }
+      const { maxAttempts, initialMs, maxMs } = this.deps.retry;
+      const inRound = ((attempt - 1) % maxAttempts) + 1;
+      if (inRound >= maxAttempts && !this.persistent) {
+        this.deps.reporter.outcome(outcome);
+        return this.settle(pv.name, result, false);
+      }
+      const wait = backoffMs(inRound, initialMs, maxMs, this.deps.random);
+      this.deps.reporter.outcome({ ...outcome, retryInMs: wait });
+      void this.retryLater(pv, attempt + 1, wait, code === status.UNAVAILABLE || inRound >= maxAttempts ? conn : undefined);
+    }
+  }
+
+  /** After `waitMs`, queues the attempt again; first looks the sidecar up again when `failed` was unreachable. */
+  private async retryLater(pv: PvInfo, attempt: number, waitMs: number, failed: SidecarConnection | undefined): Promise<void> {
+    await delay(waitMs, this.abort.signal);
+    // An unreachable sidecar may have moved (new pod IP, new port). The first retry that finds
+    // the failed connection still current starts a new lookup; the others join it.
+    if (failed && this.conn === failed) {
+      this.conn = undefined;
+      this.ready = undefined;
+    }
+    if (!this.conn && !(await this.waitReady())) return;
+    this.enqueue(pv, attempt);
+  }
+
+  /** Resolves the sidecar and waits until it is SERVING; undefined when the pass ended meanwhile. */
+  private waitReady(): Promise<HealerCapabilities | undefined> {
+    this.ready ??= this.pollReady();
+    return this.ready;
+  }
+
+  private async pollReady(): Promise<HealerCapabilities | undefined> {
+    const { pool, logger, retry } = this.deps;
+    const signal = this.abort.signal;
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      const s = this.deps.latest(this.spec.sidecar.key);
+      if (!s) {
+        this.cancel();
+        return undefined;
+      }
+      let why: string;
+      try {
+        const conn = await pool.resolve(s, signal);
+        if (await conn.serving(PROBE_TIMEOUT_MS)) {
+          const caps = await conn.capabilities(PROBE_TIMEOUT_MS);
+          pool.setState(s.key, "serving");
+          this.conn = conn;
+          return caps;
+        }
+        pool.setState(s.key, "not_serving");
+        why = `not SERVING at ${conn.address}`;
+      } catch (err) {
+        pool.setState(s.key, "unresolved");
+        why = (err as Error).message;
+      }
+      const wait = backoffMs(attempt, retry.initialMs, retry.maxMs, this.deps.random);
+      logger.info("waiting for sidecar", { sidecar: s.key, node: s.nodeId, trigger: this.spec.trigger, reason: why, attempt, retryInMs: wait });
+      await delay(wait, signal);
+    }
+    return undefined;
+  }
+
+  private settle(pv: string, answer: string, abnormal: boolean): void {
+    if (this.finished || this.answers.has(pv)) return;
+    this.answers.set(pv, answer);
+    if (abnormal) this.abnormal++;
+    this.onAnswer(pv, answer);
+    if (this.answers.size === this.spec.pvs.length) this.finish({ completed: true });
+  }
+
+  private finish(s: Omit<PassSummary, "answers" | "abnormal">): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.abort.abort();
+    this.resolveDone({ ...s, answers: this.answers, abnormal: this.abnormal });
+  }
+}

@@ -1,0 +1,55 @@
+// The controller's narrow view of Kubernetes: what the rest of the controller may read and write.
+// Only kube/ implements it (and only kube/ imports @kubernetes/client-node).
+import type { EventEmitter } from "node:events";
+import type { PvInfo, SidecarInfo } from "../plan/types.js";
+
+export interface ClusterEvents {
+  sidecar: [type: "add" | "update" | "delete", sidecar: SidecarInfo];
+}
+
+/** Informer caches: reading them costs no API request. */
+export interface ClusterView extends EventEmitter<ClusterEvents> {
+  sidecars(): SidecarInfo[];
+  sidecar(key: string): SidecarInfo | undefined;
+  volumesOf(sidecar: SidecarInfo): PvInfo[];
+  pv(name: string): PvInfo | undefined;
+}
+
+export interface EventRecord {
+  /** The object the event is about. */
+  involved: { kind: "PersistentVolume" | "PersistentVolumeClaim"; namespace: string | undefined; name: string; uid: string | undefined; apiVersion: "v1" };
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+export interface LeaseRecord {
+  holder: string;
+  renewTimeMs: number;
+  durationMs: number;
+  transitions: number;
+  acquireTimeMs: number;
+  resourceVersion: string;
+}
+
+export interface KubeWrites {
+  /** Merge patch of one annotation of a CSIAddonsNode; nothing else of the object is sent. */
+  patchCSIAddonsNodeAnnotation(namespace: string, name: string, key: string, value: string, signal: AbortSignal): Promise<void>;
+  /** status.podIP of one Pod (one GET), undefined when it has none yet. */
+  podIP(namespace: string, name: string, signal: AbortSignal): Promise<string | undefined>;
+  /** Creates an Event; returns its name so a repeat can bump it. */
+  createEvent(namespace: string, e: EventRecord, signal: AbortSignal): Promise<string>;
+  /** A repeat of an Event: count and lastTimestamp only. */
+  bumpEvent(namespace: string, name: string, count: number, signal: AbortSignal): Promise<void>;
+  readLease(namespace: string, name: string, signal: AbortSignal): Promise<LeaseRecord | undefined>;
+  /** false when another replica wrote first (409). */
+  writeLease(namespace: string, name: string, lease: Omit<LeaseRecord, "resourceVersion">, resourceVersion: string | undefined, signal: AbortSignal): Promise<boolean>;
+}
+
+/** Kubernetes API status of a failed request (0 when it never got an answer). */
+export class KubeRequestError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+    this.name = "KubeRequestError";
+  }
+}

@@ -1,0 +1,145 @@
+// KubeWrites over @kubernetes/client-node: every request carries a deadline (an AbortSignal the
+// caller may end sooner), and errors become KubeRequestError with the API server's status.
+import {
+  ApiException,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  Observable,
+  PatchStrategy,
+  V1MicroTime,
+  type ConfigurationOptions,
+  type CoreV1Event,
+  type V1Lease,
+} from "@kubernetes/client-node";
+import { KubeRequestError, type EventRecord, type KubeWrites, type LeaseRecord } from "./api.js";
+
+const CAN_GROUP = "csiaddons.openshift.io";
+const CAN_VERSION = "v1alpha1";
+const CAN_PLURAL = "csiaddonsnodes";
+/** The reporting component of our Events (DESIGN 7.4). */
+export const COMPONENT = "csi-addons-healer";
+const REQUEST_TIMEOUT_MS = 15_000;
+
+export function loadKubeConfig(kubeconfig: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (kubeconfig) kc.loadFromFile(kubeconfig);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+/** Request options: our deadline (or the caller's signal, whichever ends first) and an optional content type. */
+function options(signal: AbortSignal, contentType?: string): ConfigurationOptions {
+  const s = AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]);
+  return {
+    middleware: [
+      {
+        pre: (ctx) => {
+          ctx.setSignal(s);
+          if (contentType) ctx.setHeaderParam("Content-Type", contentType);
+          return new Observable(Promise.resolve(ctx));
+        },
+        post: (res) => new Observable(Promise.resolve(res)),
+      },
+    ],
+    middlewareMergeStrategy: "append",
+  };
+}
+
+async function request<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof ApiException) throw new KubeRequestError(err.code, `${what}: HTTP ${err.code}`);
+    throw new KubeRequestError(0, `${what}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+export function createKubeWrites(kc: KubeConfig): KubeWrites {
+  const core = kc.makeApiClient(CoreV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const coordination = kc.makeApiClient(CoordinationV1Api);
+  return {
+    async patchCSIAddonsNodeAnnotation(namespace, name, key, value, signal) {
+      await request(`patch CSIAddonsNode ${namespace}/${name}`, () =>
+        custom.patchNamespacedCustomObject(
+          { group: CAN_GROUP, version: CAN_VERSION, plural: CAN_PLURAL, namespace, name, body: { metadata: { annotations: { [key]: value } } } },
+          options(signal, PatchStrategy.MergePatch),
+        ),
+      );
+    },
+    async podIP(namespace, name, signal) {
+      const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, options(signal)));
+      return pod.status?.podIP || undefined;
+    },
+    async createEvent(namespace, e, signal) {
+      const now = new Date();
+      const body: CoreV1Event = {
+        metadata: { generateName: `${e.involved.name}.`, namespace },
+        involvedObject: { kind: e.involved.kind, apiVersion: e.involved.apiVersion, name: e.involved.name, namespace: e.involved.namespace, uid: e.involved.uid },
+        type: e.type,
+        reason: e.reason,
+        message: e.message,
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: COMPONENT },
+        reportingComponent: COMPONENT,
+        reportingInstance: COMPONENT,
+      };
+      const created = await request(`create Event in ${namespace}`, () => core.createNamespacedEvent({ namespace, body }, options(signal)));
+      return created.metadata?.name ?? "";
+    },
+    async bumpEvent(namespace, name, count, signal) {
+      await request(`patch Event ${namespace}/${name}`, () =>
+        core.patchNamespacedEvent({ namespace, name, body: { count, lastTimestamp: new Date().toISOString() } }, options(signal, PatchStrategy.MergePatch)),
+      );
+    },
+    async readLease(namespace, name, signal) {
+      try {
+        const lease = await request(`get Lease ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, options(signal)));
+        return fromLease(lease);
+      } catch (err) {
+        if (err instanceof KubeRequestError && err.status === 404) return undefined;
+        throw err;
+      }
+    },
+    async writeLease(namespace, name, l, resourceVersion, signal) {
+      const body: V1Lease = {
+        metadata: { name, namespace, ...(resourceVersion ? { resourceVersion } : {}) },
+        spec: {
+          holderIdentity: l.holder,
+          leaseDurationSeconds: Math.max(1, Math.round(l.durationMs / 1000)),
+          acquireTime: new V1MicroTime(l.acquireTimeMs),
+          renewTime: new V1MicroTime(l.renewTimeMs),
+          leaseTransitions: l.transitions,
+        },
+      };
+      try {
+        await request(`write Lease ${namespace}/${name}`, () =>
+          resourceVersion
+            ? coordination.replaceNamespacedLease({ namespace, name, body }, options(signal))
+            : coordination.createNamespacedLease({ namespace, body }, options(signal)),
+        );
+        return true;
+      } catch (err) {
+        if (err instanceof KubeRequestError && err.status === 409) return false;
+        throw err;
+      }
+    },
+  };
+}
+
+function fromLease(lease: V1Lease): LeaseRecord {
+  const spec = lease.spec ?? {};
+  const time = (t: unknown) => (t ? new Date(t as string | Date).getTime() : 0);
+  return {
+    holder: spec.holderIdentity ?? "",
+    renewTimeMs: time(spec.renewTime),
+    acquireTimeMs: time(spec.acquireTime),
+    durationMs: (spec.leaseDurationSeconds ?? 0) * 1000,
+    transitions: spec.leaseTransitions ?? 0,
+    resourceVersion: lease.metadata?.resourceVersion ?? "",
+  };
+}

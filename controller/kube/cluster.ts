@@ -1,0 +1,144 @@
+// ClusterView over four informers (DESIGN 7.1): CSIAddonsNodes, VolumeAttachments, PVs indexed by
+// (driver, volumeHandle), Nodes. Pods are never cached: an endpoint is resolved with one GET.
+import { EventEmitter } from "node:events";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  StorageV1Api,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type V1Node,
+  type V1PersistentVolume,
+  type V1VolumeAttachment,
+} from "@kubernetes/client-node";
+import type { Logger } from "../../common/log/logger.js";
+import { volumesOfSidecar } from "../plan/volumes.js";
+import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
+import type { ClusterEvents, ClusterView } from "./api.js";
+import { Informer } from "./informer.js";
+
+interface CSIAddonsNode extends KubernetesObject {
+  spec?: { driver?: { name?: string; endpoint?: string; nodeID?: string } };
+}
+
+const key = (namespace: string, name: string) => `${namespace}/${name}`;
+const handleKey = (driver: string, handle: string) => `${driver}^${handle}`;
+
+export function toSidecar(o: CSIAddonsNode): SidecarInfo {
+  const m = o.metadata ?? {};
+  const d = o.spec?.driver ?? {};
+  return {
+    key: key(m.namespace ?? "", m.name ?? ""),
+    namespace: m.namespace ?? "",
+    name: m.name ?? "",
+    uid: m.uid ?? "",
+    driver: d.name ?? "",
+    endpoint: d.endpoint ?? "",
+    nodeId: d.nodeID ?? "",
+    annotations: m.annotations ?? {},
+    deleting: Boolean(m.deletionTimestamp),
+  };
+}
+
+function toPv(o: V1PersistentVolume): PvInfo | undefined {
+  const csi = o.spec?.csi;
+  if (!csi || !o.metadata?.name) return undefined;
+  const c = o.spec?.claimRef;
+  return {
+    name: o.metadata.name,
+    uid: o.metadata.uid ?? "",
+    driver: csi.driver,
+    handle: csi.volumeHandle,
+    deleting: Boolean(o.metadata.deletionTimestamp),
+    claim: c?.name && c.namespace ? { namespace: c.namespace, name: c.name, uid: c.uid } : undefined,
+  };
+}
+
+function toAttachment(o: V1VolumeAttachment): AttachmentInfo {
+  return { attacher: o.spec.attacher, nodeName: o.spec.nodeName, pvName: o.spec.source.persistentVolumeName, attached: o.status?.attached === true };
+}
+
+export class ClusterCache extends EventEmitter<ClusterEvents> implements ClusterView {
+  private readonly nodesInf: Informer<CSIAddonsNode>;
+  private readonly vaInf: Informer<V1VolumeAttachment>;
+  private readonly pvInf: Informer<V1PersistentVolume>;
+  private readonly k8sNodeInf: Informer<V1Node>;
+  private readonly pvByHandleIdx = new Map<string, PvInfo>();
+  private readonly pvByNameIdx = new Map<string, PvInfo>();
+  /** VolumeAttachments by spec.nodeName, by object name. */
+  private readonly vaByNode = new Map<string, Map<string, AttachmentInfo>>();
+
+  constructor(kc: KubeConfig, namespace: string | undefined, logger: Logger) {
+    super();
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const core = kc.makeApiClient(CoreV1Api);
+    const storage = kc.makeApiClient(StorageV1Api);
+    const group = "csiaddons.openshift.io";
+    const version = "v1alpha1";
+    const plural = "csiaddonsnodes";
+    const listNodes = () =>
+      (namespace
+        ? custom.listNamespacedCustomObject({ group, version, plural, namespace })
+        : custom.listClusterCustomObject({ group, version, plural })) as Promise<KubernetesListObject<CSIAddonsNode>>;
+    const nodesPath = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
+    this.nodesInf = new Informer(kc, nodesPath, listNodes, logger);
+    this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", () => storage.listVolumeAttachment(), logger);
+    this.pvInf = new Informer(kc, "/api/v1/persistentvolumes", () => core.listPersistentVolume(), logger);
+    this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", () => core.listNode(), logger);
+
+    this.pvInf.on("change", (type, o) => {
+      const old = this.pvByNameIdx.get(o.metadata?.name ?? "");
+      if (old) this.pvByHandleIdx.delete(handleKey(old.driver, old.handle));
+      this.pvByNameIdx.delete(o.metadata?.name ?? "");
+      const pv = type === "delete" ? undefined : toPv(o);
+      if (pv) {
+        this.pvByNameIdx.set(pv.name, pv);
+        this.pvByHandleIdx.set(handleKey(pv.driver, pv.handle), pv);
+      }
+    });
+    this.vaInf.on("change", (type, o) => {
+      const name = o.metadata?.name ?? "";
+      for (const m of this.vaByNode.values()) m.delete(name);
+      if (type === "delete") return;
+      const va = toAttachment(o);
+      let m = this.vaByNode.get(va.nodeName);
+      if (!m) this.vaByNode.set(va.nodeName, (m = new Map()));
+      m.set(name, va);
+    });
+    this.nodesInf.on("change", (type, o) => this.emit("sidecar", type, toSidecar(o)));
+  }
+
+  /** Volumes and nodes first, so the first CSIAddonsNode events see complete indexes. */
+  async start(): Promise<void> {
+    await Promise.all([this.vaInf.start(), this.pvInf.start(), this.k8sNodeInf.start()]);
+    await this.nodesInf.start();
+  }
+
+  stop(): void {
+    for (const i of [this.nodesInf, this.vaInf, this.pvInf, this.k8sNodeInf]) i.stop();
+  }
+
+  sidecars(): SidecarInfo[] {
+    return this.nodesInf.list().map(toSidecar);
+  }
+
+  sidecar(k: string): SidecarInfo | undefined {
+    const [namespace, name] = k.split("/");
+    const o = this.nodesInf.get(name!, namespace);
+    return o ? toSidecar(o) : undefined;
+  }
+
+  volumesOf(s: SidecarInfo): PvInfo[] {
+    return volumesOfSidecar(s, {
+      attachments: [...(this.vaByNode.get(s.nodeId)?.values() ?? [])],
+      volumesInUse: this.k8sNodeInf.get(s.nodeId)?.status?.volumesInUse ?? [],
+      pvByName: (n) => this.pvByNameIdx.get(n),
+      pvByHandle: (d, h) => this.pvByHandleIdx.get(handleKey(d, h)),
+    });
+  }
+
+  pv(name: string): PvInfo | undefined {
+    return this.pvByNameIdx.get(name);
+  }
+}

@@ -1,0 +1,47 @@
+// Plain views of the Kubernetes objects the decisions need, so plan/ and heal/ never see a
+// client library type (kube/ converts).
+
+/** A sidecar as its CSIAddonsNode describes it. */
+export interface SidecarInfo {
+  /** "<namespace>/<name>" of the CSIAddonsNode. */
+  key: string;
+  namespace: string;
+  name: string;
+  uid: string;
+  driver: string;
+  endpoint: string;
+  nodeId: string;
+  annotations: Readonly<Record<string, string>>;
+  deleting: boolean;
+}
+
+export interface ClaimRef {
+  namespace: string;
+  name: string;
+  uid: string | undefined;
+}
+
+export interface PvInfo {
+  name: string;
+  uid: string;
+  driver: string;
+  handle: string;
+  deleting: boolean;
+  claim: ClaimRef | undefined;
+}
+
+export interface AttachmentInfo {
+  attacher: string;
+  nodeName: string;
+  pvName: string | undefined;
+  attached: boolean;
+}
+
+/** What the driver behind a sidecar offers, from its relayed GetCapabilities. */
+export interface HealerCapabilities {
+  healVolume: boolean;
+  getVolumeHealth: boolean;
+}
+
+export type Mode = "ALWAYS" | "IF_ABNORMAL";
+export type Trigger = "restart" | "first-sight" | "periodic" | "manual";

@@ -1,0 +1,33 @@
+// DESIGN 7.1: the volumes of a sidecar are the PVs of its driver on its node — attached through a
+// VolumeAttachment, or listed in the Node's volumesInUse (drivers without attach) — deduplicated,
+// never those being deleted.
+import type { AttachmentInfo, PvInfo, SidecarInfo } from "./types.js";
+
+export interface VolumeSources {
+  /** VolumeAttachments whose spec.nodeName is the sidecar's node. */
+  attachments: readonly AttachmentInfo[];
+  /** The Node's status.volumesInUse. */
+  volumesInUse: readonly string[];
+  pvByName(name: string): PvInfo | undefined;
+  pvByHandle(driver: string, handle: string): PvInfo | undefined;
+}
+
+const IN_USE_PREFIX = "kubernetes.io/csi/";
+
+export function volumesOfSidecar(sidecar: Pick<SidecarInfo, "driver" | "nodeId">, src: VolumeSources): PvInfo[] {
+  const found = new Map<string, PvInfo>();
+  const add = (pv: PvInfo | undefined) => {
+    if (pv && pv.driver === sidecar.driver && !pv.deleting) found.set(pv.name, pv);
+  };
+  for (const va of src.attachments) {
+    if (va.attached && va.attacher === sidecar.driver && va.nodeName === sidecar.nodeId && va.pvName) add(src.pvByName(va.pvName));
+  }
+  for (const entry of src.volumesInUse) {
+    if (!entry.startsWith(IN_USE_PREFIX)) continue;
+    const rest = entry.slice(IN_USE_PREFIX.length);
+    const caret = rest.indexOf("^");
+    if (caret < 0 || rest.slice(0, caret) !== sidecar.driver) continue;
+    add(src.pvByHandle(sidecar.driver, rest.slice(caret + 1)));
+  }
+  return [...found.values()].sort((a, b) => a.name.localeCompare(b.name));
+}

@@ -1,0 +1,47 @@
+// The controller's Prometheus metrics (DESIGN 7.4), on their own registry with the default
+// process metrics.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface Metrics {
+  registry: Registry;
+  heals: Counter<"driver" | "trigger" | "result">;
+  healSeconds: Histogram<"driver" | "mode">;
+  restartHealSeconds: Histogram<"driver">;
+  volumesAbnormal: Gauge<"driver" | "node">;
+  leader: Gauge;
+}
+
+export function createMetrics(connections: () => Record<string, number>): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  new Gauge({
+    name: "csi_addons_healer_sidecar_connections",
+    help: "Sidecars by the state of the controller's connection to them",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      for (const [state, n] of Object.entries(connections())) this.set({ state }, n);
+    },
+  });
+  return {
+    registry,
+    heals: new Counter({ name: "csi_addons_healer_heals_total", help: "HealVolume calls by final answer", labelNames: ["driver", "trigger", "result"], registers }),
+    healSeconds: new Histogram({
+      name: "csi_addons_healer_heal_duration_seconds",
+      help: "Latency of one HealVolume call to a sidecar",
+      labelNames: ["driver", "mode"],
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180],
+      registers,
+    }),
+    restartHealSeconds: new Histogram({
+      name: "csi_addons_healer_restart_heal_duration_seconds",
+      help: "Time from a driver restart (or a new node-plugin pod) to the last volume of that node answered",
+      labelNames: ["driver"],
+      buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600],
+      registers,
+    }),
+    volumesAbnormal: new Gauge({ name: "csi_addons_healer_volumes_abnormal", help: "Volumes whose last answer left them ABNORMAL", labelNames: ["driver", "node"], registers }),
+    leader: new Gauge({ name: "csi_addons_healer_leader", help: "1 while this replica is the leader (or runs without leader election)", registers }),
+  };
+}

@@ -1,0 +1,68 @@
+// One place that turns a heal decision into its reports: one JSON log line per decision (every
+// attempt, retry or not), and for final answers the metrics and the Events.
+import type { Logger } from "../../common/log/logger.js";
+import type { Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
+import type { EventRecorder } from "./events.js";
+import type { Metrics } from "./metrics.js";
+
+export interface HealOutcome {
+  sidecar: SidecarInfo;
+  pv: PvInfo;
+  trigger: Trigger;
+  mode: Mode;
+  attempt: number;
+  durationMs: number;
+  /** The sidecar's answer (result and health after it), or the status the call ended with. */
+  result: string;
+  health?: string;
+  message: string;
+  /** Set when the call will be tried again. */
+  retryInMs?: number;
+}
+
+export class Reporter {
+  constructor(
+    private readonly logger: Logger,
+    private readonly metrics: Metrics,
+    private readonly events: EventRecorder | undefined,
+  ) {}
+
+  outcome(o: HealOutcome): void {
+    const { sidecar: s, pv } = o;
+    this.logger.info("heal", {
+      node: s.nodeId,
+      driver: s.driver,
+      sidecar: s.key,
+      pv: pv.name,
+      volume_id: pv.handle,
+      trigger: o.trigger,
+      mode: o.mode,
+      result: o.result,
+      health: o.health,
+      attempt: o.attempt,
+      duration: o.durationMs / 1000,
+      ...(o.message ? { detail: o.message } : {}),
+      ...(o.retryInMs !== undefined ? { retryInMs: o.retryInMs } : {}),
+    });
+    this.metrics.healSeconds.observe({ driver: s.driver, mode: o.mode }, o.durationMs / 1000);
+    if (o.retryInMs !== undefined) return;
+    this.metrics.heals.inc({ driver: s.driver, trigger: o.trigger, result: o.result });
+    void this.recordEvents(o);
+  }
+
+  private async recordEvents(o: HealOutcome): Promise<void> {
+    if (!this.events) return;
+    const where = `by ${o.sidecar.driver} on node ${o.sidecar.nodeId}`;
+    const checked = o.mode === "IF_ABNORMAL";
+    if ((checked && (o.result === "HEALED" || o.result === "NOT_HEALABLE")) || o.health === "ABNORMAL") {
+      await this.events.volume(o.pv, "Warning", "VolumeAbnormal", `health check found the volume broken on node ${o.sidecar.nodeId}`);
+    }
+    if (o.result === "HEALED") {
+      await this.events.volume(o.pv, "Normal", "VolumeHealed", `volume healed ${where} (${o.trigger === "restart" ? "after a driver restart" : o.trigger})`);
+    } else if (o.result === "NOT_HEALABLE") {
+      await this.events.volume(o.pv, "Warning", "VolumeNotHealable", `${where}: ${o.message || "the driver cannot heal this volume"}`);
+    } else if (o.result !== "NOT_NEEDED") {
+      await this.events.volume(o.pv, "Warning", "VolumeHealFailed", `${where}: ${o.result}${o.message ? `: ${o.message}` : ""}`);
+    }
+  }
+}

@@ -1,0 +1,96 @@
+// Wires the parts together and owns their lifecycle; main.ts only adds process concerns.
+// Data flows one way: informers → plan → queue → sidecar calls → report.
+// Shutdown order: not ready → stop acting (cancel passes, release leadership) → stop informers
+// → close sidecar channels → close the HTTP endpoint.
+import type { Server as HttpServer } from "node:http";
+import { startHttpServer } from "../common/http/probes.js";
+import type { Logger } from "../common/log/logger.js";
+import type { Config } from "./config/config.js";
+import { HealController } from "./heal/controller.js";
+import type { PassDeps } from "./heal/pass.js";
+import { WorkQueue } from "./heal/queue.js";
+import { createKubeWrites, loadKubeConfig } from "./kube/client.js";
+import { ClusterCache } from "./kube/cluster.js";
+import { LeaderElector } from "./kube/leader-election.js";
+import { EventRecorder } from "./report/events.js";
+import { createMetrics, type Metrics } from "./report/metrics.js";
+import { Reporter } from "./report/reporter.js";
+import { channelSetup } from "./sidecars/credentials.js";
+import { SidecarPool } from "./sidecars/pool.js";
+import { TokenFile } from "./sidecars/token.js";
+
+export interface Parts {
+  cluster: ClusterCache;
+  pool: SidecarPool;
+  metrics: Metrics;
+  passDeps: PassDeps;
+  kube: ReturnType<typeof createKubeWrites>;
+}
+
+/** The parts both the controller and the one-shot heal command use. */
+export function buildParts(config: Config, logger: Logger, opts: { events: boolean }): Parts {
+  const kc = loadKubeConfig(config.kubeconfig);
+  const kube = createKubeWrites(kc);
+  const token = config.tokenFile ? new TokenFile(config.tokenFile) : undefined;
+  const pool = new SidecarPool(kube, channelSetup(config.sidecarTls), () => token?.read());
+  const metrics = createMetrics(() => pool.countByState());
+  const reporter = new Reporter(logger, metrics, opts.events ? new EventRecorder(kube, logger) : undefined);
+  const cluster = new ClusterCache(kc, config.namespace, logger);
+  const passDeps: PassDeps = {
+    queue: new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals }),
+    pool,
+    latest: (key) => cluster.sidecar(key),
+    reporter,
+    logger,
+    retry: { maxAttempts: config.maxAttempts, initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs, healTimeoutMs: config.healTimeoutMs },
+  };
+  return { cluster, pool, metrics, passDeps, kube };
+}
+
+export interface Controller {
+  readonly httpPort: number | undefined;
+  shutdown(): Promise<void>;
+}
+
+export async function startController(config: Config, logger: Logger): Promise<Controller> {
+  const { cluster, pool, metrics, passDeps, kube } = buildParts(config, logger, { events: true });
+  let synced = false;
+  let stopping = false;
+  const readiness = {
+    get ready() {
+      return synced && !stopping;
+    },
+    reason: () => (stopping ? "shutting down" : synced ? "caches synced" : "waiting for the informer caches"),
+  };
+  let http: HttpServer | undefined;
+  if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
+  const httpPort = http ? (http.address() as { port: number }).port : undefined;
+
+  const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs });
+  await cluster.start();
+  synced = true;
+  let elector: LeaderElector | undefined;
+  if (config.leader.enabled) {
+    elector = new LeaderElector(kube, config.leader, logger);
+    elector.on("started", () => healer.lead());
+    elector.on("stopped", () => healer.unlead());
+    elector.start();
+  } else {
+    healer.lead();
+  }
+  logger.info("controller started", { httpPort, leaderElection: config.leader.enabled, identity: config.leader.identity, namespace: config.namespace ?? "(all)" });
+
+  return {
+    httpPort,
+    async shutdown() {
+      stopping = true;
+      healer.close();
+      await elector?.close();
+      cluster.stop();
+      pool.close();
+      await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
+      http?.closeAllConnections();
+      logger.info("controller stopped");
+    },
+  };
+}

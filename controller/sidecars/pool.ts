@@ -1,0 +1,61 @@
+// One SidecarConnection per sidecar (CSIAddonsNode), replaced when its endpoint or its pod's IP
+// changes. A pod:// endpoint costs one Pod GET per resolve; resolve() is called when a pass
+// starts and after a sidecar was unreachable, never per volume.
+import type { KubeWrites } from "../kube/api.js";
+import type { SidecarInfo } from "../plan/types.js";
+import type { ChannelSetup } from "./credentials.js";
+import { SidecarConnection } from "./connection.js";
+import { parseEndpoint, podAddress } from "./endpoint.js";
+
+export type ConnectionState = "serving" | "not_serving" | "unresolved";
+
+export class SidecarPool {
+  private readonly conns = new Map<string, { endpoint: string; conn: SidecarConnection }>();
+  private readonly states = new Map<string, ConnectionState>();
+
+  constructor(
+    private readonly kube: Pick<KubeWrites, "podIP">,
+    private readonly setup: ChannelSetup,
+    private readonly token: () => string | undefined,
+  ) {}
+
+  /** The connection for the sidecar's current endpoint; throws when the endpoint cannot be resolved. */
+  async resolve(s: SidecarInfo, signal: AbortSignal): Promise<SidecarConnection> {
+    const ep = parseEndpoint(s.endpoint);
+    let address: string;
+    if (ep.kind === "address") {
+      address = ep.address;
+    } else {
+      const ip = await this.kube.podIP(ep.namespace, ep.pod, signal);
+      if (!ip) throw new Error(`pod ${ep.namespace}/${ep.pod} has no IP yet`);
+      address = podAddress(ip, ep.port);
+    }
+    const current = this.conns.get(s.key);
+    if (current && current.endpoint === s.endpoint && current.conn.address === address) return current.conn;
+    current?.conn.close();
+    const conn = new SidecarConnection(address, this.setup, this.token);
+    this.conns.set(s.key, { endpoint: s.endpoint, conn });
+    return conn;
+  }
+
+  setState(key: string, state: ConnectionState): void {
+    this.states.set(key, state);
+  }
+
+  /** Sidecars by connection state, for the metrics. */
+  countByState(): Record<ConnectionState, number> {
+    const out: Record<ConnectionState, number> = { serving: 0, not_serving: 0, unresolved: 0 };
+    for (const st of this.states.values()) out[st]++;
+    return out;
+  }
+
+  forget(key: string): void {
+    this.conns.get(key)?.conn.close();
+    this.conns.delete(key);
+    this.states.delete(key);
+  }
+
+  close(): void {
+    for (const key of [...this.conns.keys()]) this.forget(key);
+  }
+}

@@ -1,0 +1,166 @@
+// heal/: the work queue (bounds, priority, supersession) and one pass (retry by status class,
+// waiting for the sidecar, capability opt-in), with plain fakes for the sidecar connection.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { status } from "@grpc/grpc-js";
+import { WorkQueue, type WorkItem } from "../../controller/heal/queue.js";
+import { HealPass, type PassDeps } from "../../controller/heal/pass.js";
+import { CallError, type HealAnswer } from "../../controller/sidecars/connection.js";
+import type { HealOutcome } from "../../controller/report/reporter.js";
+import type { PvInfo, SidecarInfo, Trigger } from "../../controller/plan/types.js";
+import { createLogger } from "../../common/log/logger.js";
+import { waitFor } from "../support/wait.js";
+
+function deferredItem(nodeKey: string, priority: number, generation: number, log: string[], name: string) {
+  let release!: () => void;
+  const done = new Promise<void>((r) => (release = r));
+  const item: WorkItem = {
+    nodeKey,
+    priority,
+    generation,
+    run: () => (log.push(`run ${name}`), done),
+    dropped: () => log.push(`drop ${name}`),
+  };
+  return { item, release };
+}
+
+test("queue: at most perNode calls to one sidecar and global in the cluster", async () => {
+  const q = new WorkQueue({ perNode: 2, global: 3 });
+  const log: string[] = [];
+  const items = [..."abcde"].flatMap((n) => [deferredItem("A", 1, 1, log, `A${n}`), deferredItem("B", 1, 1, log, `B${n}`)]);
+  for (const i of items) q.add(i.item);
+  assert.deepEqual(log, ["run Aa", "run Ba", "run Ab"], "3 at once; A's third waits for a per-node slot");
+  assert.equal(q.active, 3);
+  items[0]!.release(); // Aa done
+  await waitFor("the next item", () => log.length === 4);
+  assert.equal(log[3], "run Bb", "B still has a free per-node slot and is oldest");
+});
+
+test("queue: restart work (priority 0) before periodic work, oldest first", async () => {
+  const q = new WorkQueue({ perNode: 8, global: 1 });
+  const log: string[] = [];
+  const first = deferredItem("A", 1, 1, log, "p1");
+  q.add(first.item);
+  const rest = [deferredItem("A", 1, 1, log, "p2"), deferredItem("B", 0, 2, log, "r1"), deferredItem("A", 0, 3, log, "r2")];
+  for (const r of rest) q.add(r.item);
+  first.release();
+  await waitFor("r1", () => log.includes("run r1"));
+  rest[1]!.release();
+  await waitFor("r2", () => log.includes("run r2"));
+  rest[2]!.release();
+  await waitFor("p2", () => log.includes("run p2"));
+  assert.deepEqual(log, ["run p1", "run r1", "run r2", "run p2"]);
+});
+
+test("queue: a newer trigger drops that node's queued work of older generations only", () => {
+  const q = new WorkQueue({ perNode: 1, global: 1 });
+  const log: string[] = [];
+  q.add(deferredItem("A", 1, 1, log, "A1-running").item);
+  for (const [node, gen, name] of [["A", 1, "A1"], ["B", 1, "B1"], ["A", 2, "A2"]] as const) q.add(deferredItem(node, 1, gen, log, name).item);
+  assert.equal(q.supersede("A", 2), 1);
+  assert.deepEqual(log, ["run A1-running", "drop A1"], "the running call finishes; queued older work is dropped");
+  assert.equal(q.size, 2);
+});
+
+// ---- one pass ----------------------------------------------------------------------------------
+
+const SIDECAR: SidecarInfo = { key: "csi/n1", namespace: "csi", name: "n1", uid: "u", driver: "drv", endpoint: "127.0.0.1:1", nodeId: "n1", annotations: {}, deleting: false };
+const PVS: PvInfo[] = ["pv-1", "pv-2"].map((name) => ({ name, uid: name, driver: "drv", handle: `h-${name}`, deleting: false, claim: undefined }));
+
+interface Fake {
+  deps: PassDeps;
+  calls: string[];
+  outcomes: HealOutcome[];
+}
+
+/** `answers(pv, n)` answers the n-th HealVolume for pv (1-based): a HealAnswer or a status code to fail with. */
+function fake(answers: (pv: string, n: number) => HealAnswer | status, o: { caps?: { healVolume: boolean; getVolumeHealth: boolean }; serving?: () => boolean } = {}): Fake {
+  const calls: string[] = [];
+  const outcomes: HealOutcome[] = [];
+  const conn = {
+    address: "fake",
+    serving: async () => (o.serving ? o.serving() : true),
+    capabilities: async () => o.caps ?? { healVolume: true, getVolumeHealth: true },
+    heal: async (pv: string) => {
+      calls.push(pv);
+      const a = answers(pv, calls.filter((c) => c === pv).length);
+      if (typeof a === "number") throw new CallError(a, "fake");
+      return a;
+    },
+  };
+  const deps: PassDeps = {
+    queue: new WorkQueue({ perNode: 4, global: 4 }),
+    pool: { resolve: async () => conn, setState: () => {} } as unknown as PassDeps["pool"],
+    latest: () => SIDECAR,
+    reporter: { outcome: (x: HealOutcome) => outcomes.push(x) } as unknown as PassDeps["reporter"],
+    logger: createLogger("error", "json"),
+    retry: { maxAttempts: 3, initialMs: 1, maxMs: 5, healTimeoutMs: 1000 },
+  };
+  return { deps, calls, outcomes };
+}
+
+const HEALED: HealAnswer = { result: "HEALED", health: "HEALTHY", message: "" };
+const run = (f: Fake, trigger: Trigger = "restart") =>
+  new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: trigger === "restart" ? "ALWAYS" : "IF_ABNORMAL", trigger, generation: 1, priority: 0 }).start().done;
+
+test("pass: transient statuses are retried until answered; the answer is final", async () => {
+  const f = fake((pv, n) => (pv === "pv-1" && n <= 2 ? (n === 1 ? status.UNAVAILABLE : status.ABORTED) : HEALED));
+  const sum = await run(f, "periodic");
+  assert.deepEqual([...sum.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"]]);
+  assert.equal(f.calls.filter((c) => c === "pv-1").length, 3);
+  assert.deepEqual(f.outcomes.filter((x) => x.pv.name === "pv-1").map((x) => [x.attempt, x.result, x.retryInMs !== undefined]), [
+    [1, "UNAVAILABLE", true],
+    [2, "ABORTED", true],
+    [3, "HEALED", false],
+  ]);
+});
+
+test("pass: refusals and bad requests are not retried", async () => {
+  for (const code of [status.NOT_FOUND, status.FAILED_PRECONDITION, status.PERMISSION_DENIED, status.INVALID_ARGUMENT]) {
+    const f = fake((pv) => (pv === "pv-1" ? code : HEALED));
+    const sum = await run(f);
+    assert.equal(sum.answers.get("pv-1"), status[code]);
+    assert.equal(f.calls.filter((c) => c === "pv-1").length, 1, status[code]);
+  }
+});
+
+test("pass: a periodic pass gives up after maxAttempts; a restart pass never loses the heal", async () => {
+  const periodic = fake(() => status.UNAVAILABLE);
+  const p = await run(periodic, "periodic");
+  assert.equal(p.answers.get("pv-1"), "UNAVAILABLE");
+  assert.equal(periodic.calls.filter((c) => c === "pv-1").length, 3);
+
+  const restart = fake((_pv, n) => (n <= 7 ? status.RESOURCE_EXHAUSTED : HEALED));
+  const r = await run(restart);
+  assert.equal(r.answers.get("pv-1"), "HEALED");
+  assert.equal(restart.calls.filter((c) => c === "pv-1").length, 8, "past maxAttempts (3), after waiting for the sidecar again");
+});
+
+test("pass: waits until the sidecar is SERVING before the first call", async () => {
+  let checks = 0;
+  const f = fake(() => HEALED, { serving: () => ++checks >= 3 });
+  const sum = await run(f);
+  assert.equal(sum.completed, true);
+  assert.ok(checks >= 3);
+  assert.equal(f.calls.length, 2);
+});
+
+test("pass: a driver without HEAL_VOLUME (or GET_VOLUME_HEALTH for checks) is never called", async () => {
+  const noHeal = fake(() => HEALED, { caps: { healVolume: false, getVolumeHealth: true } });
+  assert.match((await run(noHeal)).skipped ?? "", /HEAL_VOLUME/);
+  const noCheck = fake(() => HEALED, { caps: { healVolume: true, getVolumeHealth: false } });
+  assert.match((await run(noCheck, "periodic")).skipped ?? "", /GET_VOLUME_HEALTH/);
+  assert.equal(noHeal.calls.length + noCheck.calls.length, 0);
+});
+
+test("pass: cancelled (superseded) → not completed, nothing more is called", async () => {
+  const f = fake(() => status.UNAVAILABLE);
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start();
+  await waitFor("a first call", () => f.calls.length >= 1);
+  pass.cancel();
+  const sum = await pass.done;
+  assert.equal(sum.completed, false);
+  const n = f.calls.length;
+  await new Promise((r) => setTimeout(r, 50)); // retries were due within 5 ms: none may come
+  assert.equal(f.calls.length, n);
+});

@@ -1,0 +1,59 @@
+// DESIGN 7.2, restart heal: the controller sees a new restart marker on the CSIAddonsNode (a
+// driver restart, or a new node-plugin pod) and heals every volume of that node exactly once with
+// ALWAYS, then records the marker. A sidecar it sees for the first time gets IF_ABNORMAL only.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { startControllerProc, type ControllerProc } from "../support/controller.js";
+import { waitFor } from "../support/wait.js";
+import { NAMESPACE, POD } from "../support/fixtures.js";
+import { HANDLED, runningPod, startStack, type Stack } from "./stack.js";
+
+let stack: Stack;
+let controller: ControllerProc;
+
+before(async () => {
+  stack = await startStack({ volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "HEALTHY" } } });
+  await stack.startSidecar();
+  controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath });
+});
+
+after(async () => {
+  await controller?.stop();
+  await stack?.stop();
+});
+
+const healCounts = () => stack.pvs.map((pv) => stack.heals(pv));
+
+test("first sight: IF_ABNORMAL only (history unknown), then the marker is recorded", async () => {
+  const marker = await stack.waitHandled();
+  assert.deepEqual(healCounts(), [0, 0, 0], "healthy volumes are checked, not re-staged");
+  for (const pv of stack.pvs) assert.ok(stack.healthChecks(pv) >= 1, `${pv} checked`);
+  const decisions = controller.heals({ trigger: "first-sight" });
+  assert.deepEqual(decisions.map((l) => [l.pv, l.mode, l.result]).sort(), stack.pvs.map((pv) => [pv, "IF_ABNORMAL", "NOT_NEEDED"]));
+  assert.match(marker, /^[0-9a-f-]{36}\+$/, "marker = pod uid + (no driver restart yet)");
+});
+
+test("killing the driver heals every volume of the node exactly once with ALWAYS", async () => {
+  await stack.crashDriver();
+  const marker = await stack.waitHandled();
+  assert.ok(marker.endsWith(stack.annotation("sidecar.csiaddons.openshift.io/driverRestartedAt")!));
+  assert.deepEqual(healCounts(), [1, 1, 1]);
+  const decisions = controller.heals({ trigger: "restart" });
+  assert.deepEqual(decisions.map((l) => [l.pv, l.mode, l.node]).sort(), stack.pvs.map((pv) => [pv, "ALWAYS", "node-1"]));
+  const metrics = await controller.metrics();
+  assert.match(metrics, /csi_addons_healer_restart_heal_duration_seconds_count\{driver="stub.csi.example.com"\} 1/);
+});
+
+test("a new node-plugin pod (new pod UID) heals every volume once more", async () => {
+  await stack.sidecar!.stop();
+  stack.kube.delete("v1", "Pod", NAMESPACE, POD);
+  await stack.kube.create(runningPod("7d1e0b5a-9999-4a4a-9d9d-00000000abcd"));
+  const before = stack.annotation(HANDLED);
+  await stack.startSidecar();
+  await waitFor("the new pod UID on the CSIAddonsNode", () => stack.annotation("sidecar.csiaddons.openshift.io/createdByPodUID") === "7d1e0b5a-9999-4a4a-9d9d-00000000abcd");
+  const marker = await stack.waitHandled();
+  assert.notEqual(marker, before);
+  assert.ok(marker.startsWith("7d1e0b5a-9999-4a4a-9d9d-00000000abcd+"));
+  assert.deepEqual(healCounts(), [2, 2, 2], "exactly one more ALWAYS heal per volume");
+  assert.equal(controller.heals({ trigger: "restart" }).length, 6);
+});
