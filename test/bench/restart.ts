@@ -19,6 +19,7 @@ import type { LoggedProcess } from "../demo/logged-process.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
 import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, volumeCount, type Fleet } from "./fleet.js";
 import { startKubeChild, type KubeChild } from "./kube.js";
+import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile, runBounded } from "./load.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
@@ -53,7 +54,6 @@ export interface RestartResult extends RestartCase {
     healPhaseMs: number;
     /** Per node, from its own driver back: to its first heal, and to its last volume HEALED (median and worst). */
     perNode: { backToFirstHealMedianMs: number; backToLastHealedMedianMs: number; backToLastHealedMaxMs: number };
-    healed: number;
     /** NodeHealVolume calls the drivers answered OK after the restart (exactly once per volume is right). */
     driverHealCalls: number;
     peakDriverCalls: number;
@@ -165,6 +165,66 @@ async function waitHandled(kube: KubeChild, nodes: number, before: Map<string, s
   );
 }
 
+interface Observed {
+  floor: RestartResult["floor"];
+  plugins: NodePlugin[];
+  /** When each node's new driver process was ready. */
+  backAt: number[];
+  killedAt: number;
+  counts: Counts;
+  /** The controller's /metrics text after the restart heal. */
+  metrics: string;
+}
+
+/** The result from what the drivers' call logs, the sidecars' logs, the API's counters and the controller's metrics say. */
+function measure(c: RestartCase, o: Observed): RestartResult {
+  const volumes = volumeCount(c.fleet);
+  const callsByNode = o.plugins.map(({ stub }) => healCalls(stub, o.killedAt));
+  const perNode = callsByNode.map((mine, i) => ({
+    first: Math.min(...mine.map((e) => e.t0)) - o.backAt[i]!,
+    last: Math.max(...mine.map((e) => e.t1)) - o.backAt[i]!,
+  }));
+  const heals = callsByNode.flat();
+  const lastHealed = Math.max(...heals.map((e) => e.t1));
+  const firstHeal = Math.min(...heals.map((e) => e.t0));
+  const lastBack = Math.max(...o.backAt);
+  const servingAt = o.plugins.map(({ sidecar }) =>
+    Math.min(...sidecar.logLines().filter((l) => l.message === "ready: SERVING").map((l) => Date.parse(l.timestamp)).filter((t) => t >= o.killedAt)),
+  );
+  const restarts = metricSum(o.metrics, `${RESTART_METRIC}_count`);
+  const controllerCounts = o.counts.byUser[CONTROLLER_USER] ?? {};
+  const sidecarCounts = o.counts.byUser[SIDECAR_USER] ?? {};
+  return {
+    ...c,
+    volumes,
+    floor: o.floor,
+    healer: {
+      driversBackSpreadMs: lastBack - Math.min(...o.backAt),
+      backToLastHealedMs: lastHealed - lastBack,
+      firstBackToLastHealedMs: lastHealed - Math.min(...o.backAt),
+      backToSidecarsServingMs: Math.max(...servingAt) - lastBack,
+      backToFirstHealMs: firstHeal - lastBack,
+      healPhaseMs: lastHealed - firstHeal,
+      perNode: {
+        backToFirstHealMedianMs: median(perNode.map((p) => p.first)),
+        backToLastHealedMedianMs: median(perNode.map((p) => p.last)),
+        backToLastHealedMaxMs: Math.max(...perNode.map((p) => p.last)),
+      },
+      driverHealCalls: heals.length,
+      peakDriverCalls: Math.max(...callsByNode.map(maxOverlap)),
+      controllerMetric: { restarts, meanMs: (metricSum(o.metrics, `${RESTART_METRIC}_sum`) / restarts) * 1000 },
+    },
+    apiRequests: {
+      controller: controllerCounts,
+      sidecars: sidecarCounts,
+      controllerPerHeal: sum(controllerCounts) / volumes,
+      controllerReadsPerHeal: sum(controllerCounts, isRead) / volumes,
+      sidecarsPerHeal: sum(sidecarCounts, (k) => !isCsiAddonsNode(k)) / volumes,
+      sidecarsPerRestart: sum(sidecarCounts, isCsiAddonsNode) / c.fleet.nodes,
+    },
+  };
+}
+
 export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<RestartResult> {
   const { progress } = env;
   const volumes = volumeCount(c.fleet);
@@ -202,52 +262,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   const counts = await kube.countsByUser();
-  const metrics = await controller.metrics();
-  const restarts = metricSum(metrics, `${RESTART_METRIC}_count`);
-
-  const perNode = plugins.map(({ stub }, i) => {
-    const mine = healCalls(stub, killedAt);
-    return { first: Math.min(...mine.map((e) => e.t0)) - backAt[i]!, last: Math.max(...mine.map((e) => e.t1)) - backAt[i]! };
-  });
-  const heals = plugins.flatMap(({ stub }) => healCalls(stub, killedAt));
-  const lastHealed = Math.max(...heals.map((e) => e.t1));
-  const firstHeal = Math.min(...heals.map((e) => e.t0));
-  const lastBack = Math.max(...backAt);
-  const servingAt = plugins.map(({ sidecar }) =>
-    Math.min(...sidecar.logLines().filter((l) => l.message === "ready: SERVING").map((l) => Date.parse(l.timestamp)).filter((t) => t >= killedAt)),
-  );
-  const controllerCounts = counts.byUser[CONTROLLER_USER] ?? {};
-  const sidecarCounts = counts.byUser[SIDECAR_USER] ?? {};
-  const result: RestartResult = {
-    ...c,
-    volumes,
-    floor,
-    healer: {
-      driversBackSpreadMs: lastBack - Math.min(...backAt),
-      backToLastHealedMs: lastHealed - lastBack,
-      firstBackToLastHealedMs: lastHealed - Math.min(...backAt),
-      backToSidecarsServingMs: Math.max(...servingAt) - lastBack,
-      backToFirstHealMs: firstHeal - lastBack,
-      healPhaseMs: lastHealed - firstHeal,
-      perNode: {
-        backToFirstHealMedianMs: median(perNode.map((p) => p.first)),
-        backToLastHealedMedianMs: median(perNode.map((p) => p.last)),
-        backToLastHealedMaxMs: Math.max(...perNode.map((p) => p.last)),
-      },
-      healed: volumes,
-      driverHealCalls: heals.length,
-      peakDriverCalls: Math.max(...plugins.map(({ stub }) => maxOverlap(healCalls(stub, killedAt)))),
-      controllerMetric: { restarts, meanMs: (metricSum(metrics, `${RESTART_METRIC}_sum`) / restarts) * 1000 },
-    },
-    apiRequests: {
-      controller: controllerCounts,
-      sidecars: sidecarCounts,
-      controllerPerHeal: sum(controllerCounts) / volumes,
-      controllerReadsPerHeal: sum(controllerCounts, isRead) / volumes,
-      sidecarsPerHeal: sum(sidecarCounts, (k) => !isCsiAddonsNode(k)) / volumes,
-      sidecarsPerRestart: sum(sidecarCounts, isCsiAddonsNode) / c.fleet.nodes,
-    },
-  };
+  const result = measure(c, { floor, plugins, backAt, killedAt, counts, metrics: await controller.metrics() });
   progress(`  ${volumes} volumes HEALED ${result.healer.backToLastHealedMs.toFixed(0)} ms after the driver(s) were back (floor ${floor.wallMs.toFixed(0)} ms)`);
 
   // Stop this case's processes now: the next case needs the CPU.
