@@ -1,15 +1,23 @@
 # syntax=docker/dockerfile:1
-# The csi-addons-healer image: the sidecar (entrypoint) and the reference driver-stub, one package.
+# Two images from one build: the csi-addons-healer sidecar (the default, last target "sidecar") and
+# the reference driver-stub (target "driver-stub"), for demos and driver authors only. Build both,
+# for amd64 and arm64, with scripts/build-image.sh; by hand:
 #
-#   docker build -t <registry>/csi-addons-healer:<tag> .
+#   docker buildx build --platform linux/amd64,linux/arm64 --target sidecar -t <registry>/csi-addons-healer:<tag> .
+#   docker buildx build --platform linux/amd64,linux/arm64 --target driver-stub -t <registry>/csi-addons-healer-driver-stub:<tag> .
 #
-# Runtime base: node:20-bookworm-slim rather than distroless nodejs20. Distroless is smaller and
-# has no shell, but the example DaemonSet runs the driver-stub from this image behind
-# `sh -c "umask 0007 && exec ..."` (so the non-root sidecar may dial its socket), and operators
-# debugging a node plugin can `kubectl exec` into it. The runtime stage still drops npm, npx,
-# corepack and yarn, and runs as the unprivileged uid 65532 by default.
-# Pin the base by digest for reproducible builds: --build-arg NODE_IMAGE=node:20-bookworm-slim@sha256:...
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Bases, pinned by digest at build time: scripts/build-image.sh resolves each tag below to the digest
+# of its multi-arch index (`docker buildx imagetools inspect`) and passes
+# --build-arg NODE_IMAGE=<tag>@sha256:... (and RUNTIME_IMAGE=...), and records the digest in the
+# image's org.opencontainers.image.base.* labels. The defaults here are tags because no digest
+# could be looked up where this file was written; a build without the script is unpinned.
+# - NODE_IMAGE: Node 24 (the current LTS) on Debian bookworm, for compiling and installing, and as
+#   the driver-stub's runtime (its example DaemonSet wraps it in `sh -c "umask 0007 && exec ..."`).
+# - RUNTIME_IMAGE: the sidecar's runtime, distroless: Node 24 and glibc, no shell, no package
+#   manager, user 65532 ("nonroot"). Same Debian release as NODE_IMAGE, so the node_modules built
+#   there (pure JavaScript: no native modules) run here.
+ARG NODE_IMAGE=node:24-bookworm-slim
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
 
 # --- build: compile TypeScript to dist/ ---------------------------------------------------------
 FROM ${NODE_IMAGE} AS build
@@ -24,14 +32,21 @@ COPY common/ common/
 COPY sidecar/ sidecar/
 COPY controller/ controller/
 COPY driver-stub/ driver-stub/
-RUN npm run build
+# --sourceMap false: the image carries no TypeScript sources, so maps would point at nothing.
+RUN npm run build -- --sourceMap false
 # What ships besides node_modules: the compiled code, the launchers, package.json (the version the
 # binaries print) and the .proto contracts (the sidecar loads them for gRPC reflection); not the
-# generated TypeScript under proto/gen.
+# generated TypeScript under proto/gen. The sidecar image gets no driver-stub code.
 COPY bin/ bin/
-RUN mkdir /out \
- && cp -r dist bin package.json /out/ \
- && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out
+RUN mkdir -p /out/sidecar/bin /out/sidecar/dist \
+ && mkdir -p /out/driver-stub/bin /out/driver-stub/dist \
+ && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out/sidecar \
+ && cp -r dist/sidecar dist/proto /out/sidecar/dist/ \
+ && cp bin/csi-addons-sidecar.js /out/sidecar/bin/ \
+ && cp package.json /out/sidecar/ \
+ && cp -r dist/driver-stub dist/proto /out/driver-stub/dist/ \
+ && cp bin/csi-addons-driver-stub.js /out/driver-stub/bin/ \
+ && cp package.json /out/driver-stub/
 
 # --- deps: production dependencies only -----------------------------------------------------------
 FROM ${NODE_IMAGE} AS deps
@@ -43,19 +58,57 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-# --- runtime ------------------------------------------------------------------------------------
-FROM ${NODE_IMAGE}
+# --- driver-stub: the reference driver, never part of the sidecar image ----------------------------
+FROM ${NODE_IMAGE} AS driver-stub
+ARG VERSION=dev
+ARG SOURCE=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG NODE_IMAGE
+ARG NODE_IMAGE_DIGEST=unknown
+LABEL org.opencontainers.image.title="csi-addons-healer-driver-stub" \
+      org.opencontainers.image.description="Reference CSI-Addons driver (healer.v1) for tests, demos and driver authors; not for production" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}" \
+      org.opencontainers.image.base.digest="${NODE_IMAGE_DIGEST}"
 # Package managers are not needed at run time; removing them takes their code out of reach.
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
-      /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-* \
- && groupadd --gid 65532 nonroot \
- && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
+      /usr/local/bin/yarn /usr/local/bin/yarnpkg /opt/yarn-*
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=deps /app/node_modules/ node_modules/
-COPY --from=build /out/ ./
-# 9070: controller gRPC (TLS); 9808: /healthz, /readyz, /metrics when --http-endpoint=:9808.
-EXPOSE 9070 9808
+COPY --from=build /out/driver-stub/ ./
+# The example DaemonSet runs it as root (a real driver mounts); it has no default user of its own.
+ENTRYPOINT ["node", "/app/bin/csi-addons-driver-stub.js"]
+
+# --- sidecar (default target) --------------------------------------------------------------------
+FROM ${RUNTIME_IMAGE} AS sidecar
+ARG VERSION=dev
+ARG SOURCE=unknown
+ARG REVISION=unknown
+ARG CREATED=unknown
+ARG RUNTIME_IMAGE
+ARG RUNTIME_IMAGE_DIGEST=unknown
+LABEL org.opencontainers.image.title="csi-addons-healer" \
+      org.opencontainers.image.description="CSI-Addons sidecar that relays volume-healing calls to a CSI driver's CSI-Addons server" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.base.name="${RUNTIME_IMAGE}" \
+      org.opencontainers.image.base.digest="${RUNTIME_IMAGE_DIGEST}"
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules/ node_modules/
+COPY --from=build /out/sidecar/ ./
+# 9070: controller gRPC (TLS); 9072: /healthz, /readyz, /metrics when --http-endpoint=:9072.
+EXPOSE 9070 9072
 USER 65532:65532
-ENTRYPOINT ["node", "/app/bin/csi-addons-sidecar.js"]
+# Distroless has no PATH lookup through a shell; its Node is /nodejs/bin/node.
+ENTRYPOINT ["/nodejs/bin/node", "/app/bin/csi-addons-sidecar.js"]

@@ -6,17 +6,29 @@ export const PROGRAM = "csi-addons-driver-stub";
 
 export const USAGE = `Usage: ${PROGRAM} --name <driver> --addons-endpoint unix://<path> --csi-endpoint unix://<path> [--state FILE] [--call-log FILE]
 
-A reference CSI-Addons driver for tests and demos. Serves identity.Identity and
-healer.v1.VolumeHealerNode on the addons socket, and csi.v1 Identity/Node on the CSI socket.
+A reference CSI-Addons driver for tests and demos. Serves identity.Identity,
+healer.v1.VolumeHealerNode and the csi-addons spec services (reclaimspace, encryptionkeyrotation,
+fence, replication, volumegroup) on the addons socket, and csi.v1 Identity/Node on the CSI socket.
 
   --name NAME                 driver name reported by GetIdentity and GetPluginInfo (required)
   --addons-endpoint unix://P  CSI-Addons server socket (required)
   --csi-endpoint unix://P     CSI server socket (required)
   --state FILE                JSON state file, re-read when it changes; absent = no volumes,
-                              ready, all capabilities. Shape:
-                              {"ready": true, "capabilities": {"getVolumeHealth": true, "healVolume": true},
+                              ready, the healer capabilities on and the others off. Shape:
+                              {"ready": true, "capabilities": {"getVolumeHealth": true, "healVolume": true,
+                               "reclaimSpaceOffline": false, "reclaimSpaceOnline": false,
+                               "encryptionKeyRotation": false, "networkFence": false, "getClientsToFence": false,
+                               "volumeReplication": false, "replicationDestinationInfo": false, "volumeGroup": false},
                                "volumes": {"<id>": {"state": "HEALTHY|ABNORMAL|UNSUPPORTED", "reason": "",
-                               "message": "", "heal": "SUCCEED|FAIL|NOT_HEALABLE", "delayMs": 0, "locked": false}}}
+                               "message": "", "heal": "SUCCEED|FAIL|NOT_HEALABLE", "delayMs": 0, "locked": false}},
+                               "space": {"<id>": {"usedBytes": 0, "reclaimableBytes": 0, "reclaimedBytes": 0}},
+                               "keyRotations": {"<id>": 0}, "fenced": ["<cidr>"],
+                               "fenceClients": [{"id": "", "addresses": ["<cidr>"]}],
+                               "replication": {"volume:<id>|volumegroup:<id>": {"enabled": false,
+                               "role": "primary|secondary", "resyncs": 0, "destination": "", "lastSyncTime": ""}},
+                               "groups": {"<group id>": {"name": "", "volumeIds": [], "context": {}}}}
+                              The stub writes heals, reclaims, rotations, fences, replication
+                              changes and groups back to the file.
   --call-log FILE             append one JSON line per RPC received (secret values replaced by "***")
   --help                      print this help and exit
   --version                   print the version and exit

@@ -1,7 +1,7 @@
 // What every service of the stub shares: who it is, its state, and its per-volume locks,
 // plus the checks a real driver makes before it touches a volume.
 import type { StateStore } from "./state-store.js";
-import type { ResolvedState, Volume } from "./state.js";
+import type { CapabilityName, ResolvedState, Volume } from "./state.js";
 import { VolumeLocks } from "./locks.js";
 import { Status, StatusError } from "./status.js";
 
@@ -26,6 +26,23 @@ export function identify(info: DriverInfo): { name: string; vendorVersion: strin
 /** Both Probes answer `ready` explicitly: unset also means ready, but callers should not have to know. */
 export function probe(driver: Driver): { ready: boolean } {
   return { ready: driver.store.current().ready };
+}
+
+/** What a driver without the capability answers; the sidecar checks capabilities first anyway. */
+export function requireCapability(state: ResolvedState, capability: CapabilityName, name: string): void {
+  if (!state.capabilities[capability]) throw new StatusError(Status.UNIMPLEMENTED, `${name} is switched off in the state file`);
+}
+
+/**
+ * The checks every upstream CSI-Addons RPC starts with, in a real driver's order: the capability,
+ * the required fields (proto field name → value), readiness.
+ */
+export function admitAddon(driver: Driver, capability: CapabilityName, name: string, required: Record<string, string> = {}): ResolvedState {
+  const state = driver.store.current();
+  requireCapability(state, capability, name);
+  for (const [field, value] of Object.entries(required)) requireField(value, field);
+  requireReady(state);
+  return state;
 }
 
 export function requireField(value: string, field: string): void {

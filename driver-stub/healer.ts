@@ -15,21 +15,14 @@ import {
   type VolumeHealth,
 } from "../proto/gen/healer/v1/healer.js";
 import { delay } from "./delay.js";
-import { lockVolume, requireField, requireReady, stagedVolume, type Driver } from "./driver.js";
+import { lockVolume, requireCapability, requireField, requireReady, stagedVolume, type Driver } from "./driver.js";
 import { unary, type CallContext, type RpcEnv } from "./rpc.js";
-import type { ResolvedState, Volume } from "./state.js";
+import type { CapabilityName, Volume } from "./state.js";
 import { Status, StatusError } from "./status.js";
 
 function health(volume: Volume): VolumeHealth {
   return { state: VolumeHealth_State[volume.state], reason: volume.reason, message: volume.message };
 }
-
-function requireCapability(on: boolean, name: string): void {
-  // What a driver without the capability answers; the sidecar checks capabilities first anyway.
-  if (!on) throw new StatusError(Status.UNIMPLEMENTED, `${name} is switched off in the state file`);
-}
-
-type CapabilityName = keyof ResolvedState["capabilities"];
 
 /**
  * The checks both RPCs share, in a real driver's order (method, arguments, readiness, volume);
@@ -43,7 +36,7 @@ function admit(
   alsoRequired: Record<string, string> = {},
 ): Volume {
   const state = driver.store.current();
-  requireCapability(state.capabilities[capability], name);
+  requireCapability(state, capability, name);
   requireField(volumeId, "volume_id");
   for (const [field, value] of Object.entries(alsoRequired)) requireField(value, field);
   requireReady(state);

@@ -37,10 +37,18 @@ export class StateStore {
     return this.resolved;
   }
 
-  /** Records a successful heal, in memory and in the file (atomically, so readers never see half). */
+  /** Records a successful heal, in memory and in the file. */
   markHealed(volumeId: string): void {
+    this.update((raw) => withVolumeHealed(raw, volumeId));
+  }
+
+  /**
+   * Applies a change to the latest state, in memory and in the file (atomically, so readers never
+   * see half), and returns the new state. Synchronous, so concurrent calls never lose an update.
+   */
+  update(change: (raw: StubState) => StubState): ResolvedState {
     this.refresh();
-    const next = withVolumeHealed(this.raw, volumeId);
+    const next = change(this.raw);
     if (this.file !== undefined) {
       const tmp = `${this.file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
       writeFileSync(tmp, JSON.stringify(next, null, 2) + "\n");
@@ -48,6 +56,7 @@ export class StateStore {
       this.signature = this.statSignature();
     }
     this.accept(next);
+    return this.resolved;
   }
 
   close(): void {

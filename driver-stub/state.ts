@@ -1,6 +1,13 @@
 // The state file's shape (DESIGN section 5), its validation, and the defaults that fill it in.
+// The upstream services' part of the state lives in addons-state.ts.
 // Validation is strict (unknown keys are errors): a typo such as "delayMS" silently ignored would
 // make a fault-injection test pass for the wrong reason.
+import { ADDONS_KEYS, parseAddons, resolveAddons, type AddonsState, type ResolvedAddons } from "./addons-state.js";
+import { isBool, isObject, isString, oneOf, onlyKeys, optional, StateFormatError } from "./validate.js";
+
+export { StateFormatError };
+
+const isDelay = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
 
 export type HealthStateName = "HEALTHY" | "ABNORMAL" | "UNSUPPORTED";
 export type HealOutcome = "SUCCEED" | "FAIL" | "NOT_HEALABLE";
@@ -17,10 +24,38 @@ export interface VolumeSpec {
   locked?: boolean;
 }
 
+/**
+ * What GetCapabilities offers, and what the services answer UNIMPLEMENTED without. The healer
+ * capabilities are on by default (what the stub is for); the upstream CSI-Addons ones are off
+ * unless the state file turns them on, so a stub that nobody told to fence or replicate never
+ * invites the upstream controller to route such operations to it.
+ */
+export const CAPABILITY_DEFAULTS = {
+  getVolumeHealth: true,
+  healVolume: true,
+  /** ReclaimSpace OFFLINE: reclaimspace.ReclaimSpaceController. */
+  reclaimSpaceOffline: false,
+  /** ReclaimSpace ONLINE: reclaimspace.ReclaimSpaceNode. */
+  reclaimSpaceOnline: false,
+  encryptionKeyRotation: false,
+  /** NetworkFence NETWORK_FENCE: Fence/Unfence/ListClusterFence. */
+  networkFence: false,
+  /** NetworkFence GET_CLIENTS_TO_FENCE. */
+  getClientsToFence: false,
+  volumeReplication: false,
+  /** VolumeReplication GET_REPLICATION_DESTINATION_INFO. */
+  replicationDestinationInfo: false,
+  /** VolumeGroup VOLUME_GROUP (with MODIFY_VOLUME_GROUP, GET_VOLUME_GROUP, LIST_VOLUME_GROUPS). */
+  volumeGroup: false,
+};
+
+export type CapabilityName = keyof typeof CAPABILITY_DEFAULTS;
+export type Capabilities = Record<CapabilityName, boolean>;
+
 /** The state file as written by tests and people; every field is optional. */
-export interface StubState {
+export interface StubState extends AddonsState {
   ready?: boolean;
-  capabilities?: { getVolumeHealth?: boolean; healVolume?: boolean };
+  capabilities?: Partial<Capabilities>;
   volumes?: Record<string, VolumeSpec>;
 }
 
@@ -29,41 +64,14 @@ export type Volume = Required<VolumeSpec>;
 /** The state with every default applied: what the handlers read. */
 export interface ResolvedState {
   ready: boolean;
-  capabilities: { getVolumeHealth: boolean; healVolume: boolean };
+  capabilities: Capabilities;
   volumes: ReadonlyMap<string, Volume>;
+  /** The upstream services' state (space, fences, replication, groups), defaults applied. */
+  addons: ResolvedAddons;
 }
 
 export const HEALTH_STATES: readonly HealthStateName[] = ["HEALTHY", "ABNORMAL", "UNSUPPORTED"];
 export const HEAL_OUTCOMES: readonly HealOutcome[] = ["SUCCEED", "FAIL", "NOT_HEALABLE"];
-
-export class StateFormatError extends Error {}
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function onlyKeys(obj: Json, allowed: readonly string[], where: string): void {
-  for (const key of Object.keys(obj)) {
-    if (!allowed.includes(key)) throw new StateFormatError(`${where}: unknown key "${key}"`);
-  }
-}
-
-function optional<T>(obj: Json, key: string, where: string, check: (v: unknown) => v is T, expected: string): T | undefined {
-  const v = obj[key];
-  if (v === undefined) return undefined;
-  if (!check(v)) throw new StateFormatError(`${where}.${key}: expected ${expected}, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-const isBool = (v: unknown): v is boolean => typeof v === "boolean";
-const isString = (v: unknown): v is string => typeof v === "string";
-const isDelay = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
-const oneOf =
-  <T extends string>(values: readonly T[]) =>
-  (v: unknown): v is T =>
-    values.includes(v as T);
 
 function parseVolume(raw: unknown, where: string): VolumeSpec {
   if (!isObject(raw)) throw new StateFormatError(`${where}: expected an object`);
@@ -87,18 +95,18 @@ export function parseState(text: string): StubState {
     throw new StateFormatError(`not JSON: ${(err as Error).message}`);
   }
   if (!isObject(raw)) throw new StateFormatError("expected a JSON object");
-  onlyKeys(raw, ["ready", "capabilities", "volumes"], "state");
-  const state: StubState = {};
+  onlyKeys(raw, ["ready", "capabilities", "volumes", ...ADDONS_KEYS], "state");
+  const state: StubState = parseAddons(raw);
   const ready = optional(raw, "ready", "state", isBool, "a boolean");
   if (ready !== undefined) state.ready = ready;
   if (raw.capabilities !== undefined) {
     const caps = raw.capabilities;
     if (!isObject(caps)) throw new StateFormatError("state.capabilities: expected an object");
-    onlyKeys(caps, ["getVolumeHealth", "healVolume"], "state.capabilities");
-    state.capabilities = {
-      getVolumeHealth: optional(caps, "getVolumeHealth", "state.capabilities", isBool, "a boolean"),
-      healVolume: optional(caps, "healVolume", "state.capabilities", isBool, "a boolean"),
-    };
+    const names = Object.keys(CAPABILITY_DEFAULTS) as CapabilityName[];
+    onlyKeys(caps, names, "state.capabilities");
+    state.capabilities = Object.fromEntries(
+      names.map((n) => [n, optional(caps, n, "state.capabilities", isBool, "a boolean")]),
+    ) as Partial<Capabilities>;
   }
   if (raw.volumes !== undefined) {
     if (!isObject(raw.volumes)) throw new StateFormatError("state.volumes: expected an object");
@@ -110,7 +118,7 @@ export function parseState(text: string): StubState {
   return state;
 }
 
-/** Absent file, absent keys: no volumes, ready, every capability on. */
+/** Absent file, absent keys: no volumes, ready, the capabilities of CAPABILITY_DEFAULTS. */
 export function resolveState(s: StubState): ResolvedState {
   const volumes = new Map<string, Volume>();
   for (const [id, v] of Object.entries(s.volumes ?? {})) {
@@ -125,11 +133,11 @@ export function resolveState(s: StubState): ResolvedState {
   }
   return {
     ready: s.ready ?? true,
-    capabilities: {
-      getVolumeHealth: s.capabilities?.getVolumeHealth ?? true,
-      healVolume: s.capabilities?.healVolume ?? true,
-    },
+    capabilities: Object.fromEntries(
+      Object.entries(CAPABILITY_DEFAULTS).map(([n, on]) => [n, s.capabilities?.[n as CapabilityName] ?? on]),
+    ) as Capabilities,
     volumes,
+    addons: resolveAddons(s),
   };
 }
 

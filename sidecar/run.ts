@@ -19,7 +19,11 @@ import { SecretCache } from "./relay/secret-cache.js";
 import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "./server/http.js";
+import { watchRefusedConnections } from "./server/refused-connections.js";
+import { RepeatedLines } from "./log/repeats.js";
+import { hostPort, listenHost } from "./server/listen-host.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
+import { upstreamServices } from "./upstream/services.js";
 import type { Middleware } from "./server/context.js";
 
 export interface Sidecar {
@@ -41,12 +45,17 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
 
   const nodes = new NodeCache(kube, config.nodeId, logger);
+  // One bound on driver calls and one secret cache for healing and the upstream services alike.
+  const limiter = new Limiter(config.maxInflight, config.maxQueue);
+  const secrets = new SecretCache(kube, config.secretCacheTtlMs);
   const healer = createHealerService({
     driver,
-    limiter: new Limiter(config.maxInflight, config.maxQueue),
-    resolver: { kube, nodes, secrets: new SecretCache(kube, config.secretCacheTtlMs), nodeName: config.nodeId, stagingRoot: config.stagingPath },
+    limiter,
+    resolver: { kube, nodes, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
-  const middlewares: Middleware[] = [loggingMiddleware(), deadlineMiddleware(config.timeoutMs)];
+  const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
+  const repeats = new RepeatedLines(logger);
+  const middlewares: Middleware[] = [loggingMiddleware({ repeats, metrics }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
       authMiddleware({ kube, audience: config.authAudience, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
@@ -54,18 +63,29 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   } else {
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
   }
-  const server = buildGrpcServer({ healer, driver, readiness, middlewares, logger });
+  const server = buildGrpcServer({ healer, upstream, driver, readiness, middlewares, logger });
   const tls = await serverCredentials({
     enableTls: config.enableAuth,
     certFile: config.tlsCertFile,
     keyFile: config.tlsKeyFile,
+    requireFiles: config.requireTlsFiles,
     commonName: `${config.pod}.${config.namespace}`,
     logger,
+    onCertificate: (source, notAfter) => metrics.setTlsCertificate(source, notAfter),
   });
-  const host = config.controllerIp.includes(":") ? `[${config.controllerIp}]` : config.controllerIp;
-  const port = await bindServer(server, `${host}:${config.controllerPort}`, tls.credentials);
+  if (!config.enableAuth) metrics.setTlsCertificate("none", undefined);
+  const port = await bindServer(server, hostPort(listenHost(config.controllerIp), config.controllerPort), tls.credentials);
+  if (config.enableAuth) {
+    const watched = watchRefusedConnections(server, (reason, peer, error) => {
+      metrics.countRefused(reason);
+      repeats.log("warn", `refused|${reason}`, "connection refused", { reason, peer, error });
+    });
+    if (!watched) logger.warn("refused TLS connections cannot be observed with this grpc-js version; only refused calls are logged and counted");
+  }
   let http: HttpServer | undefined;
-  if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
+  if (config.httpEndpoint) {
+    http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
+  }
 
   const manager = new CSIAddonsNodeManager({
     kube,
@@ -75,8 +95,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     podUid: config.podUid,
     nodeId: config.nodeId,
     endpoint: podEndpoint(config.pod, config.namespace, port),
+    confirmTimeoutMs: config.nodeConfirmTimeoutMs,
   });
-  manager.on("change", (inPlace) => readiness.update({ node: inPlace }));
+  manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
   driver.on("ready", ({ info, restarted }) => {
     if (restarted) {
       // A restarted driver has lost its user-space mounts: tell the controller to heal.
@@ -84,9 +105,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       manager.recordDriverRestart(new Date());
     }
     manager.setDriver(info.name);
-    readiness.update({ driver: true });
+    readiness.set("driver", true, `driver ${info.name} connected and ready`);
   });
-  driver.on("down", () => readiness.update({ driver: false }));
+  driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
@@ -97,7 +118,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     httpPort,
     metrics,
     async shutdown() {
-      readiness.update({ shuttingDown: true });
+      readiness.set("shutdown", false, "shutting down");
       await drain(server, config.shutdownGraceMs, logger);
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
       http?.closeAllConnections();
@@ -105,6 +126,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       nodes.close();
       tls.close();
       driver.close();
+      repeats.flush();
       logger.info("sidecar stopped");
     },
   };

@@ -8,6 +8,9 @@ export type { LogFormat, LogLevel };
 /** Names a flag; main.ts exits 2 with its message. */
 export { ConfigError };
 
+/** Every address, IPv6 and IPv4 (a dual-stack socket); see server/listen-host.ts for IPv4-only nodes. */
+export const ANY_ADDRESS = "::";
+
 export interface AuthzRule {
   verb: string;
   group: string;
@@ -25,6 +28,7 @@ export interface Config {
   /** Empty when not given; then read from the Pod object. */
   podUid: string;
   controllerPort: number;
+  /** Listen address; "::" (the default) is every address, IPv6 and IPv4. */
   controllerIp: string;
   stagingPath: string;
   /** Deadline of one driver call. */
@@ -45,10 +49,14 @@ export interface Config {
   authCacheTtlMs: number;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
+  /** Exit when the certificate files are not usable at start, instead of serving a self-signed pair. */
+  requireTlsFiles: boolean;
   /** How long SIGTERM waits for in-flight calls. */
   shutdownGraceMs: number;
   /** How long secrets stay cached. */
   secretCacheTtlMs: number;
+  /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
+  nodeConfirmTimeoutMs: number;
 }
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
@@ -60,10 +68,10 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "namespace", kind: "string", env: "POD_NAMESPACE", help: "this pod's namespace (required)" },
   { name: "pod-uid", kind: "string", env: "POD_UID", help: "this pod's UID (read from the Pod when empty)" },
   { name: "controller-port", kind: "string", env: "CONTROLLER_PORT", help: "port of the controller-facing gRPC server (default 9070)" },
-  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server (default all addresses)" },
+  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server (default ::, every IPv6 and IPv4 address)" },
   { name: "stagingpath", kind: "string", env: "STAGING_PATH", help: "kubelet's CSI staging root (default /var/lib/kubelet/plugins/kubernetes.io/csi/)" },
   { name: "timeout", kind: "string", env: "TIMEOUT", help: "deadline of one driver call (default 3m)" },
-  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics (default off)" },
+  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics; :port is every address (default off)" },
   { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file (default in-cluster)" },
   { name: "max-inflight", kind: "string", env: "MAX_INFLIGHT", help: "driver calls at once (default 16)" },
   { name: "max-queue", kind: "string", env: "MAX_QUEUE", help: "requests waiting for a driver slot before RESOURCE_EXHAUSTED (default 4 x max-inflight)" },
@@ -77,8 +85,10 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached (default 30s)" },
   { name: "tls-cert-file", kind: "string", env: "TLS_CERT_FILE", help: "server certificate (default self-signed)" },
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
+  { name: "require-tls-files", kind: "bool", env: "REQUIRE_TLS_FILES", help: "exit if the TLS files are not usable at start; never self-signed (default false)" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
+  { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -107,10 +117,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     namespace: required(raw, "namespace"),
     podUid: str("pod-uid"),
     controllerPort: int(raw, "controller-port", 9070, 0, 65535),
-    controllerIp: str("controller-ip", "0.0.0.0"),
+    controllerIp: str("controller-ip", ANY_ADDRESS),
     stagingPath: str("stagingpath", "/var/lib/kubelet/plugins/kubernetes.io/csi/"),
     timeoutMs: duration(raw, "timeout", 180_000),
-    httpEndpoint: hostPort(raw, "http-endpoint"),
+    httpEndpoint: hostPort(raw, "http-endpoint", ANY_ADDRESS),
     kubeconfig: raw.get("kubeconfig") || undefined,
     inClusterApi: { host: env["KUBERNETES_SERVICE_HOST"], port: env["KUBERNETES_SERVICE_PORT"] },
     maxInflight,
@@ -123,8 +133,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     authCacheTtlMs: duration(raw, "auth-cache-ttl", 30_000),
     tlsCertFile: raw.get("tls-cert-file") || undefined,
     tlsKeyFile: raw.get("tls-key-file") || undefined,
+    requireTlsFiles: bool(raw, "require-tls-files", false),
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
+    nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
   };
   if (enableAuth && !config.authAudience) {
     throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");
@@ -133,6 +145,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
     throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
   }
+  if (config.requireTlsFiles && (!enableAuth || !config.tlsCertFile)) {
+    throw new ConfigError("require-tls-files", "--require-tls-files needs --enable-auth (TLS) and --tls-cert-file/--tls-key-file");
+  }
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
+  if (config.nodeConfirmTimeoutMs < 300) throw new ConfigError("node-confirm-timeout", "--node-confirm-timeout must be at least 300ms");
   return { kind: "config", config };
 }

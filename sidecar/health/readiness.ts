@@ -1,37 +1,57 @@
-// SERVING only while the driver is connected and ready, the CSIAddonsNode is in place, and we
-// are not shutting down. Drives grpc.health.v1 and /readyz from one place.
-import { HealthImplementation } from "grpc-health-check";
+// SERVING only while the driver is connected and ready, the CSIAddonsNode is confirmed in place
+// (node/presence.ts), and we are not shutting down. Drives grpc.health.v1 and /readyz from one
+// place; both say which condition fails and since when.
+import { EventEmitter } from "node:events";
 import type { Logger } from "../log/logger.js";
+import type { Condition } from "../node/presence.js";
 
 export const HEALTH_SERVICES = ["", "sidecar.v1.VolumeHealer", "identity.Identity"];
 
-export class Readiness {
-  readonly health = new HealthImplementation(Object.fromEntries(HEALTH_SERVICES.map((s) => [s, "NOT_SERVING" as const])));
-  private state = { driver: false, node: false, shuttingDown: false };
+type Name = "driver" | "node" | "shutdown";
+
+interface Events {
+  change: [boolean];
+}
+
+export class Readiness extends EventEmitter<Events> {
+  private readonly conditions: Record<Name, Condition>;
   private serving = false;
 
-  constructor(private readonly logger: Logger) {}
+  constructor(private readonly logger: Logger) {
+    super();
+    // One listener per open grpc.health.v1 Watch stream.
+    this.setMaxListeners(0);
+    const now = new Date();
+    this.conditions = {
+      driver: { ok: false, reason: "driver not connected yet", since: now },
+      node: { ok: false, reason: "CSIAddonsNode not confirmed by the API yet", since: now },
+      shutdown: { ok: true, reason: "not shutting down", since: now },
+    };
+  }
 
-  update(change: Partial<{ driver: boolean; node: boolean; shuttingDown: boolean }>): void {
-    this.state = { ...this.state, ...change };
-    const serving = this.state.driver && this.state.node && !this.state.shuttingDown;
+  /** Sets one condition; `since` moves only when the condition flips, unless the caller knows better. */
+  set(name: Name, ok: boolean, reason: string, since?: Date): void {
+    const prev = this.conditions[name];
+    this.conditions[name] = { ok, reason, since: since ?? (prev.ok === ok ? prev.since : new Date()) };
+    const serving = Object.values(this.conditions).every((c) => c.ok);
     if (serving === this.serving) return;
     this.serving = serving;
-    for (const s of HEALTH_SERVICES) this.health.setStatus(s, serving ? "SERVING" : "NOT_SERVING");
     this.logger.info(serving ? "ready: SERVING" : "not ready: NOT_SERVING", { why: this.reason() });
+    this.emit("change", serving);
   }
 
   get ready(): boolean {
     return this.serving;
   }
 
-  /** Why we are (not) ready, for /readyz and logs. */
+  /** What holds (when ready) or every condition that fails, each with the time it started. */
   reason(): string {
-    if (this.serving) return "driver ready and CSIAddonsNode in place";
-    const missing = [];
-    if (this.state.shuttingDown) missing.push("shutting down");
-    if (!this.state.driver) missing.push("driver not connected or not ready");
-    if (!this.state.node) missing.push("CSIAddonsNode not in place");
-    return missing.join("; ");
+    const all = Object.values(this.conditions);
+    if (this.serving) return `ready: ${all.filter((c) => c !== this.conditions.shutdown).map(describe).join("; ")}`;
+    return `not ready: ${all.filter((c) => !c.ok).map(describe).join("; ")}`;
   }
+}
+
+function describe(c: Condition): string {
+  return `${c.reason} (since ${c.since.toISOString()})`;
 }

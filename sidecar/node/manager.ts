@@ -1,12 +1,15 @@
 // Keeps this sidecar's CSIAddonsNode in place: create, else update; retry conflicts; recreate it
 // when deleted; wait out a pending deletion; replace it when immutable fields differ. The upstream
 // controller deletes the object when it cannot reach us, and recreating it is what makes it retry.
-import { EventEmitter } from "node:events";
+// Every third of the confirmation bound it re-reads its Pod (the controlling owner may have been
+// recreated under the same name) and the object (an API server restored without it sends no
+// watch event), so `presence` says "in place" only while the API keeps saying so.
 import { KubeError, type CSIAddonsNode, type KubeApi } from "../kube/api.js";
 import type { Logger } from "../log/logger.js";
 import { Backoff, delay } from "../util/delay.js";
 import { csiAddonsNodeName } from "./name.js";
-import { resolvePodOwner, type PodOwner } from "./owner.js";
+import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
+import { Presence } from "./presence.js";
 
 export const ANNOTATION_PREFIX = "sidecar.csiaddons.openshift.io/";
 export const CREATED_BY_POD_UID = `${ANNOTATION_PREFIX}createdByPodUID`;
@@ -21,15 +24,14 @@ export interface NodeManagerOptions {
   podUid: string;
   nodeId: string;
   endpoint: string;
+  /** Readiness needs the API to have confirmed the object within this long; it is re-read every third of it. */
+  confirmTimeoutMs: number;
   /** Deadline of each API request. */
   requestTimeoutMs?: number;
 }
 
-interface Events {
-  change: [boolean];
-}
-
-export class CSIAddonsNodeManager extends EventEmitter<Events> {
+export class CSIAddonsNodeManager {
+  readonly presence: Presence;
   private driverName: string | undefined;
   private restartedAt: string | undefined;
   private owner: PodOwner | undefined;
@@ -40,19 +42,14 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
   private dirty = false;
   private wake: (() => void) | undefined;
   private readonly stop = new AbortController();
+  /** Ends the current watch, so it restarts under a new name. */
+  private watchStop = new AbortController();
   private started = false;
+  /** Consecutive failed API requests, so an outage is logged when it starts and ends, not per retry. */
+  private apiFailures = 0;
 
   constructor(private readonly opts: NodeManagerOptions) {
-    super();
-  }
-
-  /** True while the object is known to exist with our spec and is not being deleted. */
-  get inPlace(): boolean {
-    return this.placed;
-  }
-
-  get objectName(): string | undefined {
-    return this.name;
+    this.presence = new Presence(() => `${opts.namespace}/${this.name ?? "(name not known yet)"}`, opts.confirmTimeoutMs);
   }
 
   /** Called whenever the driver (re)connects; the first call starts reconciling. */
@@ -64,6 +61,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
       this.started = true;
       void this.reconcileLoop();
       void this.watchLoop();
+      void this.confirmLoop();
     }
   }
 
@@ -74,6 +72,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
 
   close(): void {
     this.stop.abort();
+    this.presence.close();
     this.wake?.();
   }
 
@@ -82,10 +81,42 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
     this.wake?.();
   }
 
-  private setPlaced(v: boolean): void {
-    if (v === this.placed) return;
+  private setPlaced(v: boolean, missing?: string): void {
     this.placed = v;
-    this.emit("change", v);
+    if (v) this.presence.confirmed();
+    else if (missing) this.presence.missing(missing);
+  }
+
+  private apiAnswered(): void {
+    if (this.apiFailures > 0) this.opts.logger.info("the Kubernetes API answers again", { failedRequests: this.apiFailures });
+    this.apiFailures = 0;
+  }
+
+  private apiFailed(what: string, err: unknown): void {
+    const reason = explain(err);
+    this.presence.failed(reason);
+    // The first failure of an outage at warn; the retries only at debug.
+    const level = this.apiFailures++ === 0 ? "warn" : "debug";
+    this.opts.logger.log(level, what, { name: this.name, reason });
+  }
+
+  /** Reads the Pod's controlling owner; true when it (and so the object's name) changed. */
+  private async resolveOwner(): Promise<boolean> {
+    const owner = await resolvePodOwner(this.opts.kube, this.opts.namespace, this.opts.pod, this.signal());
+    const previous = this.owner;
+    if (previous && sameOwner(previous, owner)) return false;
+    this.owner = owner;
+    const name = csiAddonsNodeName(this.opts.nodeId, this.opts.namespace, owner.kind, owner.name);
+    if (previous) {
+      this.opts.logger.info("the pod's controlling owner changed; updating the CSIAddonsNode", {
+        name,
+        was: previous.ownerReference,
+        now: owner.ownerReference,
+      });
+    }
+    if (this.name !== undefined && name !== this.name) this.watchStop.abort();
+    this.name = name;
+    return previous !== undefined;
   }
 
   private signal(): AbortSignal {
@@ -103,6 +134,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
       this.dirty = false;
       try {
         const done = await this.reconcileOnce();
+        this.apiAnswered();
         if (done) {
           backoff.reset();
           continue;
@@ -111,7 +143,8 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
         await delay(backoff.take(), this.stop.signal);
       } catch (err) {
         this.dirty = true;
-        this.opts.logger.warn("cannot put CSIAddonsNode in place; retrying", { name: this.name, reason: explain(err) });
+        if (this.stop.signal.aborted) return;
+        this.apiFailed("cannot put CSIAddonsNode in place; retrying", err);
         await delay(backoff.take(), this.stop.signal);
       }
     }
@@ -120,13 +153,15 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
   /** One step towards the desired object; false means "try again soon" (a conflict or a pending deletion). */
   private async reconcileOnce(): Promise<boolean> {
     const { kube, namespace } = this.opts;
-    if (!this.owner) {
-      this.owner = await resolvePodOwner(kube, namespace, this.opts.pod, this.signal());
-      this.name = csiAddonsNodeName(this.opts.nodeId, namespace, this.owner.kind, this.owner.name);
-    }
+    const fresh = !this.owner;
+    if (fresh) await this.resolveOwner();
     const name = this.name!;
     const existing = await kube.getCSIAddonsNode(namespace, name, this.signal());
     if (!existing) {
+      this.setPlaced(false, "not found");
+      // Created again: its owner may have been recreated under the same name (a new uid) while
+      // this pod survived; the old uid would have the garbage collector delete it again.
+      if (!fresh && (await this.resolveOwner()) && this.name !== name) return false;
       try {
         this.watchRv = (await kube.createCSIAddonsNode(this.desired(undefined), this.signal())).metadata.resourceVersion;
         this.opts.logger.info("created CSIAddonsNode", { name, namespace });
@@ -138,7 +173,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
       }
     }
     if (existing.metadata.deletionTimestamp) {
-      this.setPlaced(false);
+      this.setPlaced(false, "being deleted");
       this.opts.logger.info("CSIAddonsNode is being deleted; waiting until it is gone", { name, finalizers: existing.metadata.finalizers });
       return false;
     }
@@ -155,7 +190,7 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
         // Immutable fields (driver name, nodeID) differ: the object belongs to another driver or
         // node identity. Replace it; the uid precondition never removes a newer object.
         this.opts.logger.warn("CSIAddonsNode has immutable fields that differ; replacing it", { name, reason: err.message });
-        this.setPlaced(false);
+        this.setPlaced(false, "being replaced: immutable fields differ");
         await kube.deleteCSIAddonsNode(namespace, name, existing.metadata.uid!, this.signal()).catch((e: unknown) => {
           if (!(e instanceof KubeError && (e.status === 404 || e.status === 409))) throw e;
         });
@@ -174,7 +209,9 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
       [LAST_UPDATED_AT]: new Date().toISOString(),
     };
     if (this.restartedAt) annotations[DRIVER_RESTARTED_AT] = this.restartedAt;
-    const others = (meta.ownerReferences ?? []).filter((o) => o.uid !== owner.ownerReference.uid);
+    // Others' references stay; ours is replaced, also one to a former owner of the same name.
+    const ours = owner.ownerReference;
+    const others = (meta.ownerReferences ?? []).filter((o) => o.uid !== ours.uid && !(o.kind === ours.kind && o.name === ours.name));
     return {
       apiVersion: "csiaddons.openshift.io/v1alpha1",
       kind: "CSIAddonsNode",
@@ -198,9 +235,10 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
         await delay(100, this.stop.signal);
         continue;
       }
+      this.watchStop = new AbortController();
       try {
         await this.opts.kube.watchCSIAddonsNode(this.opts.namespace)(
-          { name: this.name, resourceVersion: this.watchRv, signal: this.stop.signal },
+          { name: this.name, resourceVersion: this.watchRv, signal: AbortSignal.any([this.stop.signal, this.watchStop.signal]) },
           (type, obj) => {
             backoff.reset();
             // Bookmarks keep the resume point fresh on a quiet object, so a restarted watch is not 410 Gone.
@@ -208,12 +246,16 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
             if (type === "BOOKMARK") return;
             if (type === "DELETED" || obj.metadata.deletionTimestamp || !this.matches(obj)) {
               if (type === "DELETED") this.opts.logger.warn("CSIAddonsNode was deleted; recreating it", { name: this.name });
-              this.setPlaced(false);
+              // Changed by someone else: not missing, just to be put right (the reconcile confirms it again).
+              this.setPlaced(false, type === "DELETED" ? "deleted" : obj.metadata.deletionTimestamp ? "being deleted" : undefined);
               this.kick();
+            } else if (!this.dirty) {
+              this.presence.confirmed();
             }
           },
         );
       } catch (err) {
+        if (this.stop.signal.aborted) return;
         // 410 Gone: our resourceVersion is too old; start over from a fresh read.
         this.watchRv = undefined;
         this.kick();
@@ -227,7 +269,43 @@ export class CSIAddonsNodeManager extends EventEmitter<Events> {
 
   private matches(obj: CSIAddonsNode): boolean {
     const d = obj.spec?.driver;
-    return d?.name === this.driverName && d?.nodeID === this.opts.nodeId && d?.endpoint === this.opts.endpoint;
+    const uid = this.owner?.ownerReference.uid;
+    return (
+      d?.name === this.driverName &&
+      d?.nodeID === this.opts.nodeId &&
+      d?.endpoint === this.opts.endpoint &&
+      (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid)
+    );
+  }
+
+  /** Re-reads the Pod's owner and the object every third of the bound, while nothing else is pending. */
+  private async confirmLoop(): Promise<void> {
+    const every = Math.max(1, Math.floor(this.opts.confirmTimeoutMs / 3));
+    while (!this.stop.signal.aborted) {
+      await delay(every, this.stop.signal);
+      if (this.stop.signal.aborted || this.dirty || !this.owner) continue;
+      try {
+        if (await this.resolveOwner()) {
+          this.kick();
+          continue;
+        }
+        const obj = await this.opts.kube.getCSIAddonsNode(this.opts.namespace, this.name!, this.signal());
+        this.apiAnswered();
+        if (this.dirty) continue;
+        if (!obj) {
+          this.opts.logger.warn("CSIAddonsNode not found on a periodic check; creating it again", { name: this.name });
+          this.setPlaced(false, "not found");
+          this.kick();
+        } else if (obj.metadata.deletionTimestamp || !this.matches(obj)) {
+          this.kick();
+        } else {
+          this.presence.confirmed();
+        }
+      } catch (err) {
+        if (this.stop.signal.aborted) return;
+        this.apiFailed("cannot confirm the CSIAddonsNode with the Kubernetes API", err);
+      }
+    }
   }
 }
 

@@ -31,3 +31,7 @@ export async function resolvePodOwner(kube: KubeApi, namespace: string, pod: str
     podUid,
   };
 }
+
+export function sameOwner(a: PodOwner, b: PodOwner): boolean {
+  return a.kind === b.kind && a.name === b.name && a.ownerReference.uid === b.ownerReference.uid;
+}

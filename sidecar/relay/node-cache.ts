@@ -45,6 +45,7 @@ export class NodeCache {
         );
       } catch (err) {
         this.synced = false;
+        if (this.stop.signal.aborted) return;
         this.logger.debug("Node watch ended; restarting", { node: this.nodeName, reason: err instanceof Error ? err.message : String(err) });
         await delay(backoff.take(), this.stop.signal);
       }

@@ -7,17 +7,37 @@ import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
 import type { NodeCache } from "./node-cache.js";
 import type { SecretCache } from "./secret-cache.js";
 
-export interface ResolvedVolume {
+/** What the driver is told about a CSI volume, derived from its PV the kubelet's way (step 6). */
+export interface CsiVolume {
   pvName: string;
   volumeId: string;
   stagingTargetPath: string;
+  /** spec.csi.volumeAttributes. */
   volumeContext: Record<string, string>;
   capability: VolumeCapability;
+  /** nodeStageSecretRef; read only when a call needs it (fetchStageSecrets). */
+  secretRef: { namespace: string; name: string } | undefined;
+}
+
+export interface ResolvedVolume extends CsiVolume {
   /** The VolumeAttachment named for this node: null when there is none, undefined while not read yet. */
   attachment: VolumeAttachment | null | undefined;
   attachmentName: string;
-  /** nodeStageSecretRef; read only when a heal needs it (fetchStageSecrets). */
-  secretRef: { namespace: string; name: string } | undefined;
+}
+
+/** For a PV already known to be CSI (callers check spec.csi first, each with its own error). */
+export function describeCsiVolume(pvName: string, pv: PersistentVolume, stagingRoot: string): CsiVolume {
+  const csi = pv.spec.csi;
+  if (!csi) throw new Error(`PersistentVolume ${pvName} is not a CSI volume`);
+  const ref = csi.nodeStageSecretRef;
+  return {
+    pvName,
+    volumeId: csi.volumeHandle,
+    stagingTargetPath: stagingPath(stagingRoot, pvName, csi.driver, csi.volumeHandle, isBlock(pv)),
+    volumeContext: csi.volumeAttributes ?? {},
+    capability: volumeCapability(pv),
+    secretRef: ref?.name ? { namespace: ref.namespace, name: ref.name } : undefined,
+  };
 }
 
 export interface ResolverDeps {
@@ -44,25 +64,22 @@ export async function resolveVolume(
   }
   const attachmentName = volumeAttachmentName(csi.volumeHandle, driverName, deps.nodeName);
   const attachment = await onThisNode(deps, pv, driverName, attachmentName, signal);
-  const ref = csi.nodeStageSecretRef;
-  return {
-    pvName,
-    volumeId: csi.volumeHandle,
-    stagingTargetPath: stagingPath(deps.stagingRoot, pvName, driverName, csi.volumeHandle, isBlock(pv)),
-    volumeContext: csi.volumeAttributes ?? {},
-    capability: volumeCapability(pv),
-    attachment,
-    attachmentName,
-    secretRef: ref?.name ? { namespace: ref.namespace, name: ref.name } : undefined,
-  };
+  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), attachment, attachmentName };
 }
 
-/** The stage secret's data; FAILED_PRECONDITION naming the secret (never its contents) when missing. */
-export async function fetchStageSecrets(deps: ResolverDeps, vol: ResolvedVolume): Promise<Record<string, string>> {
+/**
+ * The stage secret's data; FAILED_PRECONDITION (or `missing`) naming the secret, never its
+ * contents, when it does not exist.
+ */
+export async function fetchStageSecrets(
+  deps: Pick<ResolverDeps, "secrets">,
+  vol: CsiVolume,
+  missing: (msg: string) => Error = failedPrecondition,
+): Promise<Record<string, string>> {
   const ref = vol.secretRef;
   if (!ref) return {};
   const data = await deps.secrets.get(ref.namespace, ref.name);
-  if (!data) throw failedPrecondition(`stage secret ${ref.namespace}/${ref.name} of PersistentVolume ${vol.pvName} not found`);
+  if (!data) throw missing(`stage secret ${ref.namespace}/${ref.name} of PersistentVolume ${vol.pvName} not found`);
   return data;
 }
 

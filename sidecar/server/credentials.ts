@@ -1,6 +1,9 @@
 // TLS for the controller port. The operator's certificate is re-read when its files change; until
 // the files exist (an optional Secret not created yet) a self-signed pair keeps the port on TLS,
-// so the port is never plaintext while auth is on and never dead for want of a Secret.
+// so the port is never plaintext while auth is on and never dead for want of a Secret — unless
+// the files are required (--require-tls-files): then start-up fails naming them, because a pod
+// that is Ready on a certificate no caller can verify hides a missing or misnamed Secret.
+import { X509Certificate } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
@@ -8,6 +11,7 @@ import type { Logger } from "../log/logger.js";
 
 type Identity = { certificate: Buffer; privateKey: Buffer };
 type Listener = (update: Identity | null) => void;
+export type CertificateSource = "files" | "self-signed";
 
 const SELF_SIGNED = "self-signed";
 
@@ -15,10 +19,16 @@ export interface TlsOptions {
   enableTls: boolean;
   certFile: string | undefined;
   keyFile: string | undefined;
+  /** Fail start-up when the files are not usable, never fall back to a self-signed pair. */
+  requireFiles?: boolean;
   commonName: string;
   logger: Logger;
   refreshMs?: number;
+  /** Told about every certificate served from now on (for metrics). */
+  onCertificate?: (source: CertificateSource, notAfter: Date) => void;
 }
+
+export class TlsFilesError extends Error {}
 
 export interface ServerTls {
   credentials: grpc.ServerCredentials;
@@ -28,7 +38,10 @@ export interface ServerTls {
 export async function serverCredentials(opts: TlsOptions): Promise<ServerTls> {
   if (!opts.enableTls) return { credentials: grpc.ServerCredentials.createInsecure(), close() {} };
   const provider = new ReloadingProvider(opts);
-  await provider.refresh();
+  await provider.refresh().catch((err: unknown) => {
+    provider.close();
+    throw err;
+  });
   // grpc-js takes the identity provider first despite the parameter's declared name.
   return { credentials: grpc.experimental.createCertificateProviderServerCredentials(provider, null, false), close: () => provider.close() };
 }
@@ -42,7 +55,8 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
 
   constructor(private readonly opts: TlsOptions) {
     if (opts.certFile && opts.keyFile) {
-      this.timer = setInterval(() => void this.refresh(), opts.refreshMs ?? 10_000);
+      // After start a refresh cannot fail: unusable files keep the current pair.
+      this.timer = setInterval(() => void this.refresh().catch(() => {}), opts.refreshMs ?? 10_000);
       this.timer.unref();
     }
   }
@@ -52,6 +66,8 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
     if (read.stamp === this.stamp) return;
     if (read.identity) {
       this.opts.logger.info("serving the TLS certificate from files", { certFile: this.opts.certFile });
+    } else if (read.error && this.opts.requireFiles) {
+      throw new TlsFilesError(`TLS certificate files ${this.opts.certFile}, ${this.opts.keyFile} are not usable (${read.error}) and --require-tls-files is set`);
     } else if (read.error) {
       this.opts.logger.warn("TLS certificate files not usable; serving a self-signed certificate until they are", {
         certFile: this.opts.certFile,
@@ -61,6 +77,7 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
     const next = read.identity ?? (this.selfSigned ??= await makeSelfSigned(this.opts.commonName));
     this.stamp = read.stamp;
     this.current = next;
+    this.opts.onCertificate?.(read.identity ? "files" : "self-signed", new Date(new X509Certificate(next.certificate).validTo));
     for (const l of this.listeners) l(next);
   }
 

@@ -1,5 +1,6 @@
-// The controller-facing gRPC server: VolumeHealer and the identity pass-through behind the
-// middleware chain; health and reflection stay open (kubelet and operators probe them).
+// The controller-facing gRPC server: VolumeHealer, the identity pass-through and the upstream
+// csi-addons services behind the middleware chain; health and reflection stay open (kubelet and
+// operators probe them).
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -8,15 +9,19 @@ import { ReflectionService } from "@grpc/reflection";
 import { protoPath as healthProtoPath } from "grpc-health-check";
 import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
+import { addHealthService } from "../health/grpc-health.js";
 import type { Readiness } from "../health/readiness.js";
 import type { Logger } from "../log/logger.js";
 import type { HealerService } from "../relay/healer-service.js";
-import type { Middleware } from "./context.js";
+import type { ServedService } from "../upstream/services.js";
+import type { Middleware, Next } from "./context.js";
 import { identityProxyDefinition, identityProxyHandlers } from "./identity-proxy.js";
 import { unaryHandler } from "./unary-handler.js";
 
 export interface GrpcServerDeps {
   healer: HealerService;
+  /** The upstream csi-addons controller-facing services (DESIGN 8). */
+  upstream: ServedService[];
   driver: DriverConnection;
   readiness: Readiness;
   middlewares: Middleware[];
@@ -36,15 +41,17 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
     getVolumeHealth: unaryHandler(VolumeHealerService.getVolumeHealth.path, deps.healer.getVolumeHealth, middlewares, logger),
     healVolume: unaryHandler(VolumeHealerService.healVolume.path, deps.healer.healVolume, middlewares, logger),
   });
-  const identity = identityProxyDefinition();
-  const identityHandlers = identityProxyHandlers(deps.driver);
-  server.addService(
-    identity,
-    Object.fromEntries(Object.entries(identity).map(([name, def]) => [name, unaryHandler(def.path, identityHandlers[name]!, middlewares, logger)])),
-  );
-  deps.readiness.health.addToServer(server);
+  const addUnary = (definition: grpc.ServiceDefinition, handlers: Record<string, Next<any, any>>) =>
+    server.addService(
+      definition,
+      Object.fromEntries(Object.entries(definition).map(([name, def]) => [name, unaryHandler(def.path, handlers[name]!, middlewares, logger)])),
+    );
+  addUnary(identityProxyDefinition(), identityProxyHandlers(deps.driver));
+  for (const svc of deps.upstream) addUnary(svc.definition, svc.handlers);
+  addHealthService(server, deps.readiness);
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
-  new ReflectionService(loadDescriptors(), { services: [...SERVED] }).addToServer(server);
+  const served = [...SERVED, ...deps.upstream.map((s) => s.name)];
+  new ReflectionService(loadDescriptors(deps.upstream.map((s) => s.protoFile)), { services: served }).addToServer(server);
   return server;
 }
 
@@ -56,9 +63,9 @@ export function bindServer(server: grpc.Server, address: string, creds: grpc.Ser
 
 const SERVED = ["sidecar.v1.VolumeHealer", "identity.Identity", "grpc.health.v1.Health"] as const;
 
-function loadDescriptors(): protoLoader.PackageDefinition {
+function loadDescriptors(extraProtoFiles: string[]): protoLoader.PackageDefinition {
   return {
-    ...protoLoader.loadSync(["sidecar/v1/healer.proto", "identity/identity.proto"], { includeDirs: [protoRoot()], keepCase: true }),
+    ...protoLoader.loadSync(["sidecar/v1/healer.proto", "identity/identity.proto", ...extraProtoFiles], { includeDirs: [protoRoot()], keepCase: true }),
     ...protoLoader.loadSync(healthProtoPath, { keepCase: true }),
   };
 }

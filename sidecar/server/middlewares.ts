@@ -1,5 +1,8 @@
 // Cross-cutting concerns as middleware around every relay call: the effective deadline and the
-// one log line per call with request-scoped fields.
+// call log with request-scoped fields.
+import * as grpc from "@grpc/grpc-js";
+import type { RepeatedLines } from "../log/repeats.js";
+import type { Metrics, RefusalReason } from "../metrics/metrics.js";
 import type { Middleware } from "./context.js";
 import { toStatus } from "./status.js";
 import { grpcCodeName } from "../driver/unary.js";
@@ -12,20 +15,51 @@ export function deadlineMiddleware(timeoutMs: number): Middleware {
   };
 }
 
-export function loggingMiddleware(): Middleware {
+export interface CallLogOptions {
+  repeats: RepeatedLines;
+  metrics: Pick<Metrics, "countRefused">;
+}
+
+/**
+ * A successful read (health, identity, Probe, the upstream Get* calls a controller polls) is
+ * routine; a successful change (a heal, a fence, a promotion, ...) is what an operator acts on.
+ */
+const ROUTINE = /\/(Get|ControllerGet|Probe)[^/]*$/;
+
+/**
+ * One line per heal (and other change) and per failed or refused call; routine successful reads
+ * only at debug, so the default level writes nothing on the hot path. Identical failures are
+ * summarised (log/repeats.ts); refusals are also counted by reason.
+ */
+export function loggingMiddleware(opts: CallLogOptions): Middleware {
   return async (req, ctx, next) => {
     const started = performance.now();
     const fields = () => ({ method: ctx.method, ...ctx.fields, user: ctx.user?.username, duration: Math.round(performance.now() - started) / 1000 });
     try {
       const res = await next(req, ctx);
-      ctx.logger.info("call served", { ...fields(), code: "OK" });
+      if (!ROUTINE.test(ctx.method)) ctx.logger.info("call served", { ...fields(), code: "OK" });
+      else if (ctx.logger.isDebugEnabled()) ctx.logger.debug("call served", { ...fields(), code: "OK" });
       return res;
     } catch (err) {
       const st = toStatus(err);
-      const line = { ...fields(), code: grpcCodeName(st.code), error: st.details };
-      if (st.unexpected) ctx.logger.error("call failed unexpectedly", { ...line, cause: err instanceof Error ? err.message : String(err) });
-      else ctx.logger.info("call failed", line);
+      const code = grpcCodeName(st.code);
+      const line = { ...fields(), code, error: st.details };
+      const refusal = REFUSALS[st.code];
+      if (refusal) {
+        opts.metrics.countRefused(refusal);
+        opts.repeats.log("warn", `refused|${refusal}`, "call refused", { ...line, reason: refusal, peer: ctx.peer });
+      } else if (st.unexpected) {
+        const cause = err instanceof Error ? err.message : String(err);
+        opts.repeats.log("error", `unexpected|${ctx.method}|${cause}`, "call failed unexpectedly", { ...line, cause });
+      } else {
+        opts.repeats.log("info", `failed|${ctx.method}|${code}|${st.details}`, "call failed", line);
+      }
       throw err;
     }
   };
 }
+
+const REFUSALS: Partial<Record<grpc.status, RefusalReason>> = {
+  [grpc.status.UNAUTHENTICATED]: "unauthenticated",
+  [grpc.status.PERMISSION_DENIED]: "permission_denied",
+};

@@ -1,5 +1,5 @@
 // Smoke test of `npm run bench`: the quick mode still runs end to end, prints its headline and its
-// three tables and writes its JSON, and stops what it started. Nothing here says anything about speed.
+// four tables and writes its JSON, and stops what it started. Nothing here says anything about speed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
@@ -39,6 +39,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst and memor
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms$/m);
+  assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
+  assert.match(stdout, /^ +under deploy\/'s settings: NODE_OPTIONS="--max-old-space-size=\d+/m);
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;
@@ -63,11 +65,17 @@ test("bench --quick prints the restart-heal headline, the relay, burst and memor
   assert.equal(r.restartHeal.oneNode.fleet.nodes, 1);
   assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
 
+  // Overload under deploy/'s memory settings: every call answered, alive, below the limit.
+  assert.ok(r.overload.calls >= r.overload.callers, `every caller answered at least once: ${r.overload.calls}`);
+  assert.deepEqual(Object.keys(r.overload.outcomes).filter((k) => !["HEALED", "NOT_NEEDED", "RESOURCE_EXHAUSTED"].includes(k)), []);
+  assert.ok(r.overload.survived);
+  assert.ok(Math.max(r.overload.hwmBytes, r.overload.peakRssBytes) < r.overload.limitBytes && r.overload.limitBytes > 0);
+
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());
-  // Sections 1-3: API, driver-stub, two sidecars. Headline, per node: driver-stub, restarted
+  // Sections 1-4: API, driver-stub, three sidecars. Headline, per node: driver-stub, restarted
   // driver-stub, sidecar; per case: API and controller (--quick: 1 node, then 3).
-  assert.ok(pids.length >= 4 + (2 + 3 * 1) + (2 + 3 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
+  assert.ok(pids.length >= 5 + (2 + 3 * 1) + (2 + 3 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
 });

@@ -3,6 +3,7 @@
 //   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64 callers
 //   2. heal-all burst: every volume of a node healed at once through --max-inflight 32
 //   3. the sidecar's memory (idle, peak in the burst) and its start-up time
+//   4. sustained overload: callers looping on slow heals, under deploy/'s memory settings
 //   headline (restart.ts, run first): time to heal after a node-plugin restart through the healer
 //      controller — 500 volumes on one node, and 20 nodes x 50 volumes — against the floor
 // The programs run compiled (node dist/...), as in the image; the driver-stub and the in-memory
@@ -23,6 +24,7 @@ import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureComp
 import { startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
 import { readMemory, sampleMemory } from "./memory.js";
+import { overloadEnv, sustainedOverload } from "./overload.js";
 import { renderTables, type Results, type Startup } from "./report.js";
 import type { RestartResults } from "./report-restart.js";
 import { restartHeal } from "./restart.js";
@@ -38,6 +40,7 @@ const FULL = {
   burst: 1000,
   calls: { 1: 2_000, 64: 20_000 },
   warmup: 200,
+  overload: { callers: 1000, seconds: 30, healDelayMs: 1000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 500 }, fleet: { nodes: 20, volumesPerNode: 50 } },
 };
 const QUICK: Size = {
@@ -45,6 +48,7 @@ const QUICK: Size = {
   burst: 64,
   calls: { 1: 30, 64: 128 },
   warmup: 10,
+  overload: { callers: 64, seconds: 3, healDelayMs: 200 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 40 }, fleet: { nodes: 3, volumesPerNode: 10 } },
 };
 /** The healer controller's own defaults, kept by the floor too. */
@@ -91,9 +95,9 @@ function startup(s: SidecarProcess): Startup {
   };
 }
 
-async function startSidecar(stack: Stack, name: string, args: string[]): Promise<{ sidecar: SidecarProcess; client: VolumeHealerClient }> {
+async function startSidecar(stack: Stack, name: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ sidecar: SidecarProcess; client: VolumeHealerClient }> {
   if (cleanup.interrupted) throw new Error("interrupted");
-  const sidecar = await spawnSidecar({ build: "compiled", driverSocket: stack.stub.addonsSocket, kubeconfig: stack.kube.kubeconfig, logFile: join(stack.dir, `${name}.log`), args });
+  const sidecar = await spawnSidecar({ build: "compiled", driverSocket: stack.stub.addonsSocket, kubeconfig: stack.kube.kubeconfig, logFile: join(stack.dir, `${name}.log`), args, env });
   cleanup.add(`sidecar (${name})`, () => sidecar.stop());
   progress(`  ${name}: pid ${sidecar.pid}, log ${sidecar.logFile}`);
   await sidecar.waitReadyz(200);
@@ -130,7 +134,7 @@ async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
  * (two Kubernetes reads, the driver call, two gRPC hops instead of one).
  */
 async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup }> {
-  progress("1/3 relay overhead: GetVolumeHealth, direct vs through the sidecar");
+  progress("1/4 relay overhead: GetVolumeHealth, direct vs through the sidecar");
   stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
   const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
   const paths = {
@@ -158,7 +162,7 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
  * fresh sidecar whose memory is sampled meanwhile.
  */
 async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Results["memory"]; startup: Startup }> {
-  progress(`2/3 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
+  progress(`2/4 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
   const { stub, direct, kube } = stack;
   const breakAll = () => stub.setState(stubState(size.burst, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
   const healsSince = (t: number) => (stub.calls({ method: "NodeHealVolume" }) as unknown as { t0: number; t1: number }[]).filter((e) => e.t0 >= t);
@@ -172,7 +176,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   if (healed !== size.burst) throw new Error(`direct heals: ${healed} of ${size.burst} volumes healed`);
   breakAll();
 
-  progress("3/3 the sidecar's memory during the burst");
+  progress("3/4 the sidecar's memory during the burst");
   const idle = readMemory(sidecar.pid);
   await kube.reset();
   const sampler = sampleMemory(sidecar.pid);
@@ -207,6 +211,20 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   };
 }
 
+/** 4. Sustained overload with deploy/'s memory settings (overload.ts says what must hold). */
+async function overload(stack: Stack, size: Size): Promise<Results["overload"]> {
+  const o = size.overload;
+  progress(`4/4 sustained overload: ${o.callers} callers looping for ${o.seconds} s, heals of ${o.healDelayMs} ms, deploy/'s memory settings`);
+  stack.stub.setState(stubState(size.volumes, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: o.healDelayMs }));
+  const { env, limits } = overloadEnv();
+  progress(`  NODE_OPTIONS="${limits.nodeOptions}", memory limit ${limits.limit} (deploy/${limits.files.join(", deploy/")})`);
+  const { sidecar, client } = await startSidecar(stack, "sidecar-overload", [], env);
+  client.close();
+  const result = await sustainedOverload(sidecar, limits, o, size.volumes);
+  await sidecar.stop();
+  return result;
+}
+
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const size = opts.quick ? QUICK : FULL;
@@ -231,6 +249,7 @@ async function main(): Promise<number> {
 
   const relay = await relayOverhead(stack, size);
   const burst = await healAllBurst(stack, size);
+  const overloaded = await overload(stack, size);
   const results: Results = {
     timestamp: new Date().toISOString(),
     mode: opts.quick ? "quick" : "full",
@@ -251,6 +270,7 @@ async function main(): Promise<number> {
     burst: burst.burst,
     memory: burst.memory,
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup },
+    overload: overloaded,
     restartHeal: restart,
   };
   ok = true;

@@ -2,6 +2,7 @@
 // tables printed from them.
 import { formatTable } from "../demo/table.js";
 import type { LoadResult } from "./load.js";
+import type { OverloadResult } from "./overload.js";
 import { mib } from "./memory.js";
 import { renderRestart, type RestartResults } from "./report-restart.js";
 
@@ -40,6 +41,7 @@ export interface Results {
   startup: { relaySidecar: Startup; burstSidecar: Startup };
   /** The headline: time to heal after a node-plugin restart, through the healer controller. */
   restartHeal: RestartResults;
+  overload: OverloadResult;
 }
 
 export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`;
@@ -71,6 +73,15 @@ export function renderTables(r: Results): string {
     ["process start -> first log line", ms(st.processStartToFirstLogMs)],
     ["process start -> SERVING", ms(st.processStartToServingMs)],
   ];
+  const o = r.overload;
+  const overloadRows = [
+    ["calls answered", `${o.calls.toLocaleString("en-US")}: ${Object.entries(o.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`],
+    [`peak RSS (${o.samples} samples)`, MiB(o.peakRssBytes)],
+    ["VmHWM (high-water mark since start)", MiB(o.hwmBytes)],
+    ["deploy/ container memory limit", `${MiB(o.limitBytes)} (${o.limit})`],
+    ["highest of the two / limit", `${((Math.max(o.hwmBytes, o.peakRssBytes) / o.limitBytes) * 100).toFixed(0)}%`],
+    ["alive and ready afterwards", o.survived ? "yes" : "no"],
+  ];
   const m = r.machine;
   return [
     `csi-addons-healer bench (${r.mode}), ${r.timestamp}`,
@@ -90,5 +101,9 @@ export function renderTables(r: Results): string {
     "",
     "3. Sidecar process (compiled) memory and start-up, the driver already running",
     formatTable(["measure", "sidecar"], sidecarRows),
+    "",
+    `4. Sustained overload: ${o.callers} callers each sending HealVolume(ALWAYS) again as soon as answered, for ${o.seconds} s, driver heal delay ${o.healDelayMs} ms, default --max-inflight/--max-queue`,
+    `   under deploy/'s settings: NODE_OPTIONS="${o.nodeOptions}", memory limit ${o.limit} (deploy/${o.deployFiles.join(", deploy/")})`,
+    formatTable(["measure", "sidecar"], overloadRows),
   ].join("\n");
 }

@@ -41,6 +41,8 @@ export interface LoggedSpawnOptions {
   /** Relative to the repository: a .ts file runs through tsx, a .js file (dist/) as it is. */
   entry: string;
   args: string[];
+  /** Environment added to ours, e.g. NODE_OPTIONS. */
+  env?: NodeJS.ProcessEnv;
   logFile: string;
   /** The log message that says it is up; its `httpPort` field is where /readyz and /metrics are. */
   startedMessage: string;
@@ -69,7 +71,7 @@ export async function spawnLogged(o: LoggedSpawnOptions): Promise<LoggedProcess>
   const entry = o.entry.endsWith(".ts") ? ["--import", "tsx", join(repoRoot, o.entry)] : [join(repoRoot, o.entry)];
   const fd = openSync(o.logFile, "a");
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [...entry, ...o.args], { cwd: repoRoot, stdio: ["ignore", fd, fd] });
+  const child = spawn(process.execPath, [...entry, ...o.args], { cwd: repoRoot, stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } });
   closeSync(fd);
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   const running = () => child.exitCode === null && child.signalCode === null;

@@ -24,6 +24,8 @@ export interface SidecarSpawnOptions {
   pod?: string;
   /** More flags, e.g. ["--max-inflight=32"]. */
   args?: string[];
+  /** Environment added to ours, e.g. NODE_OPTIONS. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The flags of a local sidecar: fixture pod/node, ephemeral ports on 127.0.0.1, caller auth off. */
@@ -47,6 +49,7 @@ export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProce
     what: "the sidecar",
     entry: o.build === "source" ? "sidecar/main.ts" : "dist/sidecar/main.js",
     args: localSidecarArgs(o),
+    env: o.env,
     logFile: o.logFile,
     startedMessage: "sidecar started",
   });

@@ -1,12 +1,16 @@
 // The Dockerfile cannot be built here (no registry for base images), so these checks read it:
-// what it copies exists and passes .dockerignore, the runtime image has what the code loads
-// (production dependencies only), and it agrees with the example DaemonSet.
+// what it copies exists and passes .dockerignore, the sidecar image has what the code loads
+// (production dependencies only) and nothing of the driver-stub, both final stages carry OCI
+// labels, and it agrees with the example DaemonSet. scripts/build-image.sh runs against a stand-in
+// `docker` that records its calls.
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { dirname, join, normalize, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
-import { findOne, loadManifests, repoRoot } from "./load.js";
+import { tempDir } from "../support/proc.js";
+import { findOne, noKubectl, readKustomization, render, repoRoot } from "./load.js";
 
 interface Instruction {
   op: string;
@@ -58,13 +62,13 @@ function ignored(path: string, patterns: string[]): boolean {
 }
 
 /** Package names that production code (sidecar/, driver-stub/, proto/gen) loads at run time. */
-function runtimeImports(): Map<string, string> {
+function runtimeImports(dirs = ["sidecar", "driver-stub", "proto/gen"]): Map<string, string> {
   const found = new Map<string, string>();
   const walk = (dir: string): string[] =>
     readdirSync(join(repoRoot, dir), { withFileTypes: true }).flatMap((e) =>
       e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
     );
-  for (const file of ["sidecar", "driver-stub", "proto/gen"].flatMap(walk)) {
+  for (const file of dirs.flatMap(walk)) {
     const source = ts.createSourceFile(file, readFileSync(join(repoRoot, file), "utf8"), ts.ScriptTarget.ES2022, true);
     const visit = (node: ts.Node): void => {
       let spec: ts.Expression | undefined;
@@ -81,7 +85,14 @@ function runtimeImports(): Map<string, string> {
 
 const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
 const stages = readStages(dockerfile);
+const stage = (name: string) => {
+  const s = stages.find((x) => x.name === name);
+  assert.ok(s, `no stage ${name}`);
+  return s;
+};
+/** The default target (the last stage) is the production image. */
 const runtime = stages.at(-1)!;
+const argDefault = (name: string) => new RegExp(`^ARG ${name}=(\\S+)$`, "m").exec(dockerfile)?.[1];
 const dockerignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
   .split("\n")
   .map((l) => l.trim())
@@ -93,13 +104,37 @@ const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as 
 const step = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op).map((s) => s.args);
 
 describe("Dockerfile", () => {
-  test("multi-stage, Node 20, the runtime stage copies from the others and installs nothing", () => {
-    assert.ok(stages.length >= 2);
-    const arg = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile)?.[1];
-    for (const s of stages) assert.match(s.from === "${NODE_IMAGE}" ? arg ?? "" : s.from, /^node:20-|nodejs20/);
-    assert.deepEqual(step(runtime, "RUN").filter((r) => /\b(npm|npx|yarn)\s+\w/.test(r)), []);
+  test("multi-stage on Node 24; the sidecar stage is distroless: it copies from the others and runs nothing", () => {
+    assert.ok(stages.length >= 4);
+    assert.equal(runtime.name, "sidecar", "the default target is the sidecar");
+    assert.match(argDefault("NODE_IMAGE") ?? "", /^node:24-bookworm-slim$/);
+    assert.match(argDefault("RUNTIME_IMAGE") ?? "", /^gcr\.io\/distroless\/nodejs24-debian12:nonroot$/);
+    for (const s of stages) assert.ok(["${NODE_IMAGE}", "${RUNTIME_IMAGE}"].includes(s.from), `${s.name} is FROM ${s.from}`);
+    assert.equal(runtime.from, "${RUNTIME_IMAGE}");
+    assert.deepEqual(step(runtime, "RUN"), [], "distroless has no shell: no RUN in the sidecar stage");
     const copies = step(runtime, "COPY");
-    assert.ok(copies.length > 0 && copies.every((c) => c.startsWith("--from=")), "the runtime stage copies only from build stages");
+    assert.ok(copies.length > 0 && copies.every((c) => c.startsWith("--from=")), "the sidecar stage copies only from build stages");
+    assert.deepEqual(step(stage("driver-stub"), "RUN").filter((r) => /\b(npm|npx|yarn)\s+\w/.test(r)), []);
+  });
+
+  test("the sidecar image gets no driver-stub code and no source maps", () => {
+    const fromBuild = step(runtime, "COPY").filter((c) => c.startsWith("--from=build "));
+    assert.deepEqual(fromBuild, ["--from=build /out/sidecar/ ./"]);
+    const assemble = step(stage("build"), "RUN").find((r) => r.includes("/out/sidecar"))!;
+    const intoSidecar = assemble.split("&&").filter((c) => /\/out\/sidecar/.test(c));
+    assert.ok(intoSidecar.length > 0 && intoSidecar.every((c) => !c.includes("driver-stub")), intoSidecar.join("\n"));
+    assert.ok(step(stage("build"), "RUN").includes("npm run build -- --sourceMap false"), "maps without the sources they map to");
+    // The sidecar's code never reaches for the driver-stub's (it is not in its image).
+    for (const [spec, file] of runtimeImports(["sidecar"])) assert.ok(!spec.includes("driver-stub"), `${file} imports ${spec}`);
+  });
+
+  test("both images carry the OCI labels, with the base image's name and digest", () => {
+    for (const s of [runtime, stage("driver-stub")]) {
+      const labels = step(s, "LABEL").join(" ");
+      for (const key of ["title", "description", "source", "licenses", "version", "revision", "created", "base.name", "base.digest"]) {
+        assert.match(labels, new RegExp(`org\\.opencontainers\\.image\\.${key.replace(".", "\\.")}=`), `${s.name}: no ${key} label`);
+      }
+    }
   });
 
   test("production dependencies only, without install scripts", () => {
@@ -144,24 +179,59 @@ describe("Dockerfile", () => {
   test("the entrypoint is the sidecar's bin, run as the user the DaemonSet expects", () => {
     const workdir = step(runtime, "WORKDIR").at(-1)!;
     const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
-    assert.equal(entry[0], "node");
+    assert.equal(entry[0], "/nodejs/bin/node", "distroless's node, without a PATH lookup");
     assert.equal(relative(workdir, entry[1]), normalize(pkg.bin["csi-addons-sidecar"]));
     const bin = readFileSync(join(repoRoot, pkg.bin["csi-addons-sidecar"]), "utf8");
     assert.match(bin, /dist\/sidecar\/main\.js/);
     assert.ok(existsSync(join(repoRoot, "sidecar/main.ts")));
 
     const user = step(runtime, "USER").at(-1)!.split(":");
-    const ds = findOne(loadManifests(), "DaemonSet") as unknown as {
-      spec: { template: { spec: { securityContext: { fsGroup: number }; containers: { name: string; command?: string[]; securityContext: { runAsUser: number; runAsGroup?: number } }[] } } };
+    if (noKubectl) return;
+    const ds = findOne(render(""), "DaemonSet") as unknown as {
+      spec: { template: { spec: { securityContext: { fsGroup: number }; containers: { name: string; image: string; command?: string[]; securityContext: { runAsUser: number; runAsGroup?: number } }[] } } };
     };
     const pod = ds.spec.template.spec;
     const sidecar = pod.containers.find((c) => c.name === "csi-addons-healer")!;
     assert.equal(Number(user[0]), sidecar.securityContext.runAsUser);
     assert.equal(Number(user[1]), sidecar.securityContext.runAsGroup);
     assert.equal(Number(user[1]), pod.securityContext.fsGroup);
-    // The driver container starts the other bin of the same image.
+    // The driver container starts the driver-stub image's bin.
     const driver = pod.containers.find((c) => c.name === "driver")!;
+    const stubEntry = JSON.parse(step(stage("driver-stub"), "ENTRYPOINT").at(-1)!) as string[];
+    assert.equal(relative(workdir, stubEntry[1]!), normalize(pkg.bin["csi-addons-driver-stub"]));
     assert.ok(driver.command?.join(" ").includes(join(workdir, pkg.bin["csi-addons-driver-stub"])), "driver command");
+    const images = readKustomization().images!;
+    assert.equal(driver.image, `${images.find((i) => i.name === "csi-addons-healer-driver-stub")!.newName}:${images[1]!.newTag}`);
+  });
+
+  test("scripts/build-image.sh builds both targets for amd64 and arm64 from bases pinned by digest", () => {
+    const dir = tempDir();
+    const log = join(dir, "calls");
+    const digest = `sha256:${"ab".repeat(32)}`;
+    // A stand-in docker: records each call, answers imagetools inspect with a digest.
+    writeFileSync(join(dir, "docker"), `#!/bin/sh\necho "$*" >> ${log}\ncase "$*" in *imagetools*) echo ${digest};; esac\n`);
+    chmodSync(join(dir, "docker"), 0o755);
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      spawnSync("bash", [join(repoRoot, "scripts/build-image.sh"), ...args], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, ...env } });
+    const r = run(["registry.example.com", "1.2.3"]);
+    assert.equal(r.status, 0, r.stderr);
+    const calls = readFileSync(log, "utf8").trim().split("\n");
+    const builds = calls.filter((c) => c.startsWith("buildx build"));
+    assert.equal(builds.length, 2);
+    for (const [target, image] of [["sidecar", "csi-addons-healer"], ["driver-stub", "csi-addons-healer-driver-stub"]]) {
+      const b = builds.find((c) => c.includes(`--target ${target} `));
+      assert.ok(b, `no build of ${target}`);
+      assert.match(b, /--platform linux\/amd64,linux\/arm64 /);
+      assert.match(b, new RegExp(`--tag registry\\.example\\.com/${image}:1\\.2\\.3 `));
+      assert.ok(b.includes(`NODE_IMAGE=node:24-bookworm-slim@${digest}`) && b.includes(`RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@${digest}`), b);
+      assert.ok(b.includes(`NODE_IMAGE_DIGEST=${digest}`) && b.includes("VERSION=1.2.3"), b);
+      assert.match(b, /--push$/);
+    }
+    // A base that cannot be resolved stops the build; --load refuses two platforms.
+    writeFileSync(join(dir, "docker"), `#!/bin/sh\necho "$*" >> ${log}\ncase "$*" in *imagetools*) echo "";; esac\n`);
+    assert.equal(run(["r", "t"]).status, 1);
+    assert.equal(run(["r", "t", "--load"]).status, 2);
+    assert.equal(run(["r", "t", "--load"], { PLATFORMS: "linux/arm64" }).status, 1, "one platform may load (then fails on the digest here)");
   });
 
   test("the .dockerignore matcher behaves like Docker's on the cases above", () => {

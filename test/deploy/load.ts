@@ -1,6 +1,9 @@
-// Reads the manifests in deploy/ the way kubectl does: the files kustomization.yaml lists, each a
-// stream of YAML documents in YAML 1.1 (the dialect of Kubernetes' YAML decoder).
-import { readFileSync, readdirSync } from "node:fs";
+// Reads deploy/ the way kubectl does: `kubectl kustomize <dir>` renders a kustomization (the
+// top-level install, deploy/base, an overlay a test writes), and every YAML text is parsed as a
+// stream of documents in YAML 1.1 (the dialect of Kubernetes' YAML decoder).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { parseAllDocuments } from "yaml";
@@ -16,14 +19,17 @@ export interface K8sObject {
 }
 
 export interface Manifest {
-  /** Path relative to deploy/. */
+  /** Where the object comes from (a rendered directory, relative to deploy/, or a file). */
   file: string;
   doc: K8sObject;
 }
 
 export interface Kustomization {
-  namespace: string;
-  resources: string[];
+  namespace?: string;
+  nameSuffix?: string;
+  resources?: string[];
+  components?: string[];
+  patches?: { path?: string; target?: Record<string, string> }[];
   images?: { name: string; newName?: string; newTag?: string }[];
 }
 
@@ -46,29 +52,68 @@ export function parseYamlDocuments(text: string, source: string): unknown[] {
   return k8s.filter((d) => d !== null && d !== undefined);
 }
 
-export function readKustomization(): Kustomization {
-  const [k] = parseYamlDocuments(readFileSync(join(deployDir, "kustomization.yaml"), "utf8"), "kustomization.yaml");
+/** The kustomization.yaml of a directory below deploy/ ("" = deploy/ itself). */
+export function readKustomization(dir = ""): Kustomization {
+  const [k] = parseYamlDocuments(readFileSync(join(deployDir, dir, "kustomization.yaml"), "utf8"), join(dir, "kustomization.yaml"));
   return k as Kustomization;
 }
 
-/** Every .yaml/.yml file below deploy/ except kustomization.yaml, relative to deploy/, sorted. */
-export function listManifestFiles(): string[] {
+/** Every .yaml/.yml file below deploy/, relative to deploy/, sorted. */
+export function listYamlFiles(): string[] {
   return (readdirSync(deployDir, { recursive: true }) as string[])
-    .filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml")
+    .filter((f) => /\.ya?ml$/.test(f))
     .map((f) => relative(deployDir, join(deployDir, f)))
     .sort();
 }
 
-/** Every object of the files the kustomization lists, in order. */
+const kubectlCheck = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" });
+/** Why kustomizations cannot be rendered here, or false when they can (for `test(..., { skip })`). */
+export const noKubectl: string | false = kubectlCheck.error || kubectlCheck.status !== 0
+  ? "kubectl is not installed: deploy/ renders only with `kubectl kustomize`"
+  : false;
+
+const rendered = new Map<string, K8sObject[]>();
+
+/** `kubectl kustomize <dir>` (absolute, or relative to deploy/), parsed; cached per directory. */
+export function render(dir: string): K8sObject[] {
+  const abs = dir.startsWith("/") ? dir : join(deployDir, dir);
+  const cached = rendered.get(abs);
+  if (cached) return structuredClone(cached);
+  if (noKubectl) throw new Error(noKubectl);
+  const r = spawnSync("kubectl", ["kustomize", abs], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`kubectl kustomize ${dir}: ${r.stderr}`);
+  const objects = parseYamlDocuments(r.stdout, `kubectl kustomize ${dir}`) as K8sObject[];
+  rendered.set(abs, objects);
+  return structuredClone(objects);
+}
+
+/**
+ * Renders a kustomization written for the test, in a temporary directory with `files`; paths in
+ * `resources` and `components` are relative to deploy/ (as "base" or "components/crd"), except
+ * "./name" for one of `files`.
+ */
+export function renderOverlay(k: Kustomization & Record<string, unknown>, files: Record<string, string> = {}): K8sObject[] {
+  const dir = mkdtempSync(join(tmpdir(), "deploy-overlay-"));
+  try {
+    const rel = (p: string) => (p.startsWith("./") ? p : relative(dir, join(deployDir, p)));
+    const body = { ...k, resources: (k.resources ?? []).map(rel), ...(k.components ? { components: k.components.map(rel) } : {}) };
+    writeFileSync(join(dir, "kustomization.yaml"), JSON.stringify(body));
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    return render(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The top-level install, as `kubectl apply -k deploy/` would create it. */
 export function loadManifests(): Manifest[] {
-  return readKustomization().resources.flatMap((file) =>
-    parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file).map((doc) => ({ file, doc: doc as K8sObject })),
-  );
+  return render(deployDir).map((doc) => ({ file: "deploy/", doc }));
 }
 
 /** The one object of this kind (and name, when given); throws unless there is exactly one. */
-export function findOne(manifests: Manifest[], kind: string, name?: string): K8sObject {
-  const hits = manifests.filter((m) => m.doc.kind === kind && (name === undefined || m.doc.metadata?.name === name));
-  if (hits.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ""} in deploy/, found ${hits.length}`);
-  return hits[0].doc;
+export function findOne(manifests: Manifest[] | K8sObject[], kind: string, name?: string): K8sObject {
+  const docs = manifests.map((m) => ("doc" in m ? m.doc : m) as K8sObject);
+  const hits = docs.filter((d) => d.kind === kind && (name === undefined || d.metadata?.name === name));
+  if (hits.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ""}, found ${hits.length}`);
+  return hits[0]!;
 }

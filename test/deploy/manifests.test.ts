@@ -1,71 +1,164 @@
-// deploy/: every manifest is valid Kubernetes, the kustomization covers exactly the files there,
-// our CRD accepts what the upstream one accepts, the RBAC is the least the sidecar needs, and the
-// example DaemonSet runs the sidecar locked down and wired the way its flags say.
+// deploy/ as kustomize renders it: the reusable base (the sidecar's RBAC, nothing else), each
+// component with it, the top-level example install, an overlay into another namespace and the
+// Ceph-CSI example install. Every rendered object is valid Kubernetes; the RBAC is the least the
+// sidecar needs and never the callers' permission; our CRD accepts what the upstream one accepts.
+// The example DaemonSet's own checks are in daemonset.test.ts, the README walk-through's in
+// walkthrough.test.ts.
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 import {
   deployDir,
   findOne,
-  listManifestFiles,
-  loadManifests,
+  listYamlFiles,
+  noKubectl,
   parseYamlDocuments,
   readKustomization,
+  render,
+  renderOverlay,
   type K8sObject,
-  type Manifest,
 } from "./load.js";
 import { loadRbacRules, sidecarServiceAccount, type Rule } from "./rbac.js";
+import type { DaemonSetDoc } from "./pod.js";
 import { crdSchemaTree, schemaDifferences, unknownSchemaKeywords, validateStrict } from "./validate.js";
 
-const manifests = loadManifests();
-const kustomization = readKustomization();
+const skip = noKubectl;
 const clusterScoped = new Set(["Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"]);
+const rbacKinds = ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
+const kinds = (objects: K8sObject[]) => [...new Set(objects.map((o) => o.kind))].sort();
+const names = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
+type Binding = K8sObject & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace?: string }[] };
+const bindings = (objects: K8sObject[]) => objects.filter((o) => o.kind.endsWith("Binding")) as Binding[];
+/** Components other helpers own: referenced from the top level when they exist. */
+const componentDirs = readdirSync(join(deployDir, "components")).filter((d) => existsSync(join(deployDir, "components", d, "kustomization.yaml"))).sort();
 
-describe("deploy/ manifests", () => {
-  test("the kustomization lists every manifest file in deploy/, and only existing files", () => {
-    for (const file of kustomization.resources) {
-      assert.ok(existsSync(join(deployDir, file)) && statSync(join(deployDir, file)).isFile(), `${file} is not a file in deploy/`);
+const top = skip ? [] : render("");
+const base = skip ? [] : render("base");
+const ceph = skip ? [] : render("examples/ceph-csi-rbd");
+
+describe("deploy/ layout", { skip }, () => {
+  test("every YAML file is used: by a kustomization, or a patch deploy/README.md applies", () => {
+    const readme = readFileSync(join(deployDir, "README.md"), "utf8");
+    const used = new Set<string>();
+    for (const file of listYamlFiles().filter((f) => f.endsWith("kustomization.yaml"))) {
+      const dir = file.replace(/\/?kustomization\.yaml$/, "");
+      const k = readKustomization(dir);
+      for (const p of [...(k.resources ?? []), ...(k.components ?? []), ...(k.patches ?? []).flatMap((x) => (x.path ? [x.path] : []))]) {
+        used.add(join(dir, p));
+      }
     }
-    assert.deepEqual([...kustomization.resources].sort(), listManifestFiles());
-    assert.equal(new Set(kustomization.resources).size, kustomization.resources.length, "a file is listed twice");
+    for (const file of listYamlFiles().filter((f) => !f.endsWith("kustomization.yaml"))) {
+      const listed = used.has(file) || [...used].some((u) => file.startsWith(`${u}/`));
+      assert.ok(listed || readme.includes(`deploy/${file}`), `${file} is used by no kustomization and not in deploy/README.md`);
+    }
+    assert.deepEqual(readKustomization().components, componentDirs.map((d) => `components/${d}`), "the top level installs every component");
   });
 
-  test("every document validates against its Kubernetes schema, with no unknown fields", () => {
-    assert.ok(manifests.length >= 8, `only ${manifests.length} objects`);
-    for (const { file, doc } of manifests) {
-      const what = `${file}: ${doc.kind} ${doc.metadata?.name}`;
-      const opaque = doc.kind === "CustomResourceDefinition" ? [crdSchemaTree] : [];
-      assert.doesNotThrow(() => validateStrict(doc, opaque), what);
-      assert.deepEqual(validateStrict(doc, opaque), [], `${what}: unknown fields`);
-    }
-  });
-
-  test("namespaced objects are in the kustomization's namespace, which deploy/ creates", () => {
-    findOne(manifests, "Namespace", kustomization.namespace);
-    for (const { file, doc } of manifests) {
-      if (clusterScoped.has(doc.kind)) assert.equal(doc.metadata.namespace, undefined, `${file}: ${doc.kind} is cluster-scoped`);
-      else assert.equal(doc.metadata.namespace, kustomization.namespace, `${file}: ${doc.kind} ${doc.metadata.name}`);
+  test("every rendered object validates against its Kubernetes schema, with no unknown fields", () => {
+    const renderings: [string, K8sObject[]][] = [
+      ["deploy/", top],
+      ["deploy/base", base],
+      ["deploy/examples/ceph-csi-rbd", ceph],
+      ["overlay of deploy/ into storage-healer", renderOverlay({ namespace: "storage-healer", resources: [""] })],
+      ...componentDirs.map((d) => [`base + components/${d}`, renderOverlay({ resources: ["base"], components: [`components/${d}`] })] as [string, K8sObject[]]),
+    ];
+    for (const [where, objects] of renderings) {
+      assert.ok(objects.length >= 4, `${where}: only ${objects.length} objects`);
+      for (const doc of objects) {
+        const what = `${where}: ${doc.kind} ${doc.metadata?.name}`;
+        const opaque = doc.kind === "CustomResourceDefinition" ? [crdSchemaTree] : [];
+        assert.doesNotThrow(() => validateStrict(doc, opaque), what);
+        assert.deepEqual(validateStrict(doc, opaque), [], `${what}: unknown fields`);
+        // Our own parts are labelled on their own; other components get it from the top level.
+        if (!where.startsWith("base + components/") || /\/(crd|example-driver)$/.test(where)) {
+          assert.equal(doc.metadata.labels?.["app.kubernetes.io/part-of"], "csi-addons-healer", what);
+        }
+      }
     }
   });
 
   test("the strict checks catch what they are for", () => {
-    const ds = structuredClone(findOne(manifests, "DaemonSet")) as DaemonSetDoc;
-    Object.assign(ds.spec.template.spec.volumes[0], { hostPth: { path: "/x" } });
+    const ds = findOne(top, "DaemonSet") as DaemonSetDoc;
+    Object.assign(ds.spec.template.spec.volumes[0]!, { hostPth: { path: "/x" } });
     assert.deepEqual(validateStrict(ds), ["/spec/template/spec/volumes/0/hostPth"]);
-    Object.assign(ds.spec.template.spec.containers[0], { ports: [{ containerPort: "9070" }] });
+    Object.assign(ds.spec.template.spec.containers[0]!, { ports: [{ containerPort: "9070" }] });
     assert.throws(() => validateStrict(ds), /containerPort/);
     assert.throws(() => parseYamlDocuments("defaultMode: 0440\n", "octal.yaml"), /YAML 1.1 and 1.2/);
     assert.throws(() => parseYamlDocuments("a: 1\na: 2\n", "dup.yaml"), /dup.yaml/);
   });
+
+  test("base: the sidecar's Role and ClusterRole with their bindings, and nothing else", () => {
+    assert.deepEqual(kinds(base), rbacKinds);
+    assert.equal(base.length, 4);
+    // With the CRD component too: still no Namespace, ServiceAccount or workload.
+    assert.deepEqual(kinds(renderOverlay({ resources: ["base"], components: ["components/crd"] })), ["CustomResourceDefinition", ...rbacKinds].sort());
+  });
+
+  test("no Namespace anywhere but the top-level example; each component adds only its own kinds", () => {
+    for (const d of componentDirs) {
+      const objects = renderOverlay({ resources: ["base"], components: [`components/${d}`] });
+      assert.ok(!objects.some((o) => o.kind === "Namespace"), `components/${d} creates a Namespace`);
+    }
+    assert.ok(!ceph.some((o) => o.kind === "Namespace"), "the Ceph-CSI example creates a Namespace");
+    assert.deepEqual(kinds(renderOverlay({ resources: ["base"], components: ["components/example-driver"] })), ["DaemonSet", ...rbacKinds, "ServiceAccount"].sort());
+    assert.deepEqual(names(top, "Namespace"), [readKustomization().namespace]);
+  });
+
+  test("the top-level install: namespaced objects in its namespace, images named once", () => {
+    const ns = readKustomization().namespace!;
+    for (const o of top) {
+      if (clusterScoped.has(o.kind)) assert.equal(o.metadata.namespace, undefined, `${o.kind} ${o.metadata.name}`);
+      else assert.equal(o.metadata.namespace, ns, `${o.kind} ${o.metadata.name}`);
+    }
+    const images = new Map(readKustomization().images!.map((i) => [i.name, `${i.newName}:${i.newTag}`]));
+    const ds = findOne(top, "DaemonSet") as DaemonSetDoc;
+    for (const c of ds.spec.template.spec.containers) assert.ok([...images.values()].includes(c.image!), `${c.name}: ${c.image}`);
+  });
+
+  test("an overlay into another namespace moves every namespaced object and the sidecar's RBAC subjects", () => {
+    const moved = renderOverlay({ namespace: "storage-healer", resources: [""] });
+    for (const o of moved) if (!clusterScoped.has(o.kind)) assert.equal(o.metadata.namespace, "storage-healer", `${o.kind} ${o.metadata.name}`);
+    const rules = loadRbacRules(moved.map((doc) => ({ file: "overlay", doc })));
+    const expected = loadRbacRules(top.map((doc) => ({ file: "deploy/", doc })));
+    assert.deepEqual(rules, expected, "the sidecar's ServiceAccount keeps all its permissions after the move");
+    for (const b of bindings(moved).filter((b) => b.roleRef.name === "csi-addons-healer")) {
+      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: sidecarServiceAccount, namespace: "storage-healer" }]);
+    }
+  });
+
+  test("the Ceph-CSI example binds the driver's ServiceAccount in the driver's namespace, under per-install names", () => {
+    assert.deepEqual(kinds(ceph), rbacKinds);
+    for (const o of ceph) {
+      assert.equal(o.metadata.name, "csi-addons-healer-ceph-csi-rbd", o.kind);
+      if (!clusterScoped.has(o.kind)) assert.equal(o.metadata.namespace, "ceph-csi");
+    }
+    for (const b of bindings(ceph)) {
+      assert.equal(b.roleRef.name, "csi-addons-healer-ceph-csi-rbd");
+      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: "rbd-csi-nodeplugin", namespace: "ceph-csi" }]);
+    }
+    // The same permissions as the example install, bound to another ServiceAccount.
+    const strip = (objects: K8sObject[]) => objects.filter((o) => o.kind.endsWith("Role")).map((o) => (o as { rules?: unknown }).rules);
+    assert.deepEqual(strip(ceph), strip(base));
+  });
+
+  test("two installs (two drivers, or two namespaces) never share a cluster-scoped object", () => {
+    const cephfs = renderOverlay(
+      { namespace: "ceph-csi", nameSuffix: "-ceph-csi-cephfs", resources: ["base"], patches: [{ path: "subject.yaml", target: { kind: "(Cluster)?RoleBinding", name: "csi-addons-healer" } }] },
+      { "subject.yaml": "- op: replace\n  path: /subjects/0\n  value: {kind: ServiceAccount, name: cephfs-csi-nodeplugin, namespace: ceph-csi}\n" },
+    );
+    const clusterNames = (objects: K8sObject[]) => objects.filter((o) => clusterScoped.has(o.kind)).map((o) => `${o.kind}/${o.metadata.name}`);
+    for (const [a, b] of [[ceph, cephfs], [ceph, top], [cephfs, top]] as const) {
+      const shared = clusterNames(a).filter((n) => clusterNames(b).includes(n) && !n.startsWith("CustomResourceDefinition/"));
+      assert.deepEqual(shared, []);
+    }
+  });
 });
 
-describe("CSIAddonsNode CRD", () => {
+describe("CSIAddonsNode CRD", { skip }, () => {
   const upstreamFile = new URL("../fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
   const [upstream] = parseYamlDocuments(readFileSync(upstreamFile, "utf8"), "upstream CRD") as CrdDoc[];
-  const ours = findOne(manifests, "CustomResourceDefinition") as CrdDoc;
+  const ours = (skip ? {} : findOne(top, "CustomResourceDefinition")) as CrdDoc;
 
   test("same name, group, names, scope, versions, printer columns and subresources as upstream", () => {
     assert.equal(ours.metadata.name, upstream.metadata.name);
@@ -126,13 +219,12 @@ describe("CSIAddonsNode CRD", () => {
   });
 });
 
-describe("RBAC", () => {
-  const rules = loadRbacRules(manifests);
+describe("RBAC", { skip }, () => {
+  const rules = skip ? { namespaced: [], cluster: [] } : loadRbacRules(top.map((doc) => ({ file: "deploy/", doc })));
   const all = [...rules.namespaced, ...rules.cluster];
-  const roles = manifests.filter((m) => m.doc.kind === "Role" || m.doc.kind === "ClusterRole");
 
   test("grants exactly the sidecar's documented needs", () => {
-    // Each line is a sidecar step (see the comments in deploy/rbac/); changing one is a decision.
+    // Each line is a sidecar step (see the comments in deploy/base/); changing one is a decision.
     const table = (list: Rule[]) => list.map((r) => `${r.apiGroups.join(",") || "core"}/${r.resources.join(",")}: ${r.verbs.join(",")}`).sort();
     assert.deepEqual(table(rules.namespaced), [
       "apps/replicasets: get",
@@ -156,19 +248,25 @@ describe("RBAC", () => {
       if (r.resources.includes("secrets")) assert.deepEqual(r.verbs, ["get"]);
       assert.ok(r.resources.every((res) => !res.includes("/")), `subresource in ${JSON.stringify(r)}`);
     }
-    assert.deepEqual(
-      all.filter((r) => r.resources.includes("secrets")).map((r) => r.verbs),
-      [["get"]],
-    );
+    assert.deepEqual(all.filter((r) => r.resources.includes("secrets")).map((r) => r.verbs), [["get"]]);
   });
 
-  test("every role in deploy/ is bound to the sidecar's ServiceAccount, and nothing else is", () => {
-    const ruleCount = roles.reduce((n, m) => n + ((m.doc as { rules?: unknown[] }).rules?.length ?? 0), 0);
-    assert.equal(all.length, ruleCount, "a Role or ClusterRole is not bound to the sidecar");
-    for (const { doc } of manifests.filter((m) => m.doc.kind.endsWith("Binding"))) {
-      assert.deepEqual((doc as K8sObject & { subjects: unknown[] }).subjects, [
-        { kind: "ServiceAccount", name: sidecarServiceAccount, namespace: kustomization.namespace },
-      ]);
+  test("the sidecar never holds the callers' permission (call), in any rendering", () => {
+    // AUTH-POLICY: a node can mint tokens for its pods' ServiceAccounts, so "call" must stay with the callers.
+    assert.ok(!all.some((r) => r.verbs.includes("call") || r.verbs.includes("*")), "the sidecar's ServiceAccount may call sidecars");
+    for (const objects of [base, ceph]) {
+      for (const role of objects.filter((o) => o.kind.endsWith("Role")) as (K8sObject & { rules: Rule[] })[]) {
+        assert.ok(!role.rules.some((r) => r.verbs.includes("call")), `${role.kind} ${role.metadata.name} holds call`);
+      }
+    }
+  });
+
+  test("every role of base/ is bound to the sidecar's ServiceAccount only", () => {
+    const ruleCount = base.filter((o) => o.kind.endsWith("Role")).reduce((n, o) => n + ((o as { rules?: unknown[] }).rules?.length ?? 0), 0);
+    const baseRules = loadRbacRules([...base, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sidecarServiceAccount, namespace: "csi-addons-system" } }].map((doc) => ({ file: "base", doc })));
+    assert.equal(baseRules.namespaced.length + baseRules.cluster.length, ruleCount, "a Role or ClusterRole of base/ is not bound to the sidecar");
+    for (const b of bindings(base)) {
+      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: sidecarServiceAccount, namespace: "csi-addons-system" }]);
     }
   });
 
@@ -177,192 +275,6 @@ describe("RBAC", () => {
     assert.ok(rules.cluster.some((r) => r.resources.includes("secrets")));
     assert.ok(!rules.cluster.some((r) => r.resources.includes("csiaddonsnodes")), "CSIAddonsNode access must stay namespaced");
     for (const r of all) assert.deepEqual(Object.keys(r).sort(), r.resourceNames ? ["apiGroups", "resourceNames", "resources", "verbs"] : ["apiGroups", "resources", "verbs"]);
-  });
-});
-
-// DESIGN 4.1: every flag the sidecar takes.
-const sidecarFlags = new Set([
-  "csi-addons-address", "node-id", "pod", "namespace", "pod-uid", "controller-port", "controller-ip", "stagingpath",
-  "timeout", "http-endpoint", "kubeconfig", "max-inflight", "log-level", "log-format", "enable-auth", "auth-audience",
-  "tls-cert-file", "tls-key-file", "version",
-]);
-
-describe("example DaemonSet", () => {
-  const ds = findOne(manifests, "DaemonSet") as DaemonSetDoc;
-  const pod = ds.spec.template.spec;
-  const container = (name: string) => {
-    const c = pod.containers.find((x) => x.name === name);
-    assert.ok(c, `no container ${name}`);
-    return c;
-  };
-  const sidecar = container("csi-addons-healer");
-  const driver = container("driver");
-  const flags = new Map(
-    (sidecar.args ?? []).map((arg) => {
-      const m = /^--([a-z][a-z-]*)(?:=(.*))?$/.exec(arg);
-      assert.ok(m, `sidecar argument ${arg} is not --flag or --flag=value`);
-      return [m[1], m[2] ?? "true"] as const;
-    }),
-  );
-  const mountOf = (c: Container, path: string) => {
-    const m = c.volumeMounts?.find((v) => path === v.mountPath || path.startsWith(v.mountPath.replace(/\/?$/, "/")));
-    assert.ok(m, `${path} is not under a volume mounted in container ${c.name}`);
-    return m;
-  };
-  const volume = (name: string) => pod.volumes.find((v) => v.name === name)!;
-  const portOf = (c: Container, ref: string | number) => (typeof ref === "number" ? ref : c.ports?.find((p) => p.name === ref)?.containerPort);
-
-  test("the sidecar uses only flags the sidecar has, each once", () => {
-    assert.equal(flags.size, sidecar.args!.length, "a flag is given twice");
-    for (const f of flags.keys()) assert.ok(sidecarFlags.has(f), `unknown sidecar flag --${f}`);
-  });
-
-  test("the sidecar runs non-root, read-only, without capabilities, with limits", () => {
-    const sc = sidecar.securityContext!;
-    assert.equal(sc.runAsNonRoot, true);
-    assert.ok(typeof sc.runAsUser === "number" && sc.runAsUser > 0);
-    assert.equal(sc.readOnlyRootFilesystem, true);
-    assert.equal(sc.allowPrivilegeEscalation, false);
-    assert.notEqual(sc.privileged, true);
-    assert.deepEqual(sc.capabilities, { drop: ["ALL"] });
-    assert.equal(sc.seccompProfile?.type, "RuntimeDefault");
-    assert.ok(sidecar.resources?.limits?.memory, "no memory limit");
-    assert.ok(sidecar.resources?.requests?.memory && sidecar.resources.requests.cpu, "no requests");
-    assert.notEqual(pod.hostNetwork, true);
-    assert.notEqual(pod.hostPID, true);
-  });
-
-  test("the kubelet directory is read-only in the sidecar and --stagingpath lies under it", () => {
-    const staging = flags.get("stagingpath") ?? "/var/lib/kubelet/plugins/kubernetes.io/csi/";
-    const m = mountOf(sidecar, staging);
-    assert.equal(m.readOnly, true);
-    assert.notEqual(m.mountPropagation, "Bidirectional");
-    assert.equal(volume(m.name).hostPath?.path, m.mountPath, "the sidecar must see the host's paths at the same place");
-    for (const other of sidecar.volumeMounts!) {
-      if (volume(other.name).hostPath) assert.equal(other.readOnly, true, `host path ${other.mountPath} is writable in the sidecar`);
-    }
-    // Kubernetes refuses Bidirectional propagation in an unprivileged container.
-    for (const c of pod.containers) {
-      if (c.volumeMounts?.some((v) => v.mountPropagation === "Bidirectional")) assert.equal(c.securityContext?.privileged, true, c.name);
-    }
-  });
-
-  test("the sidecar dials the socket the driver serves, through a volume both mount", () => {
-    const address = flags.get("csi-addons-address") ?? "unix:///run/csi-addons/socket";
-    const args = driver.args ?? [];
-    assert.equal(args[args.indexOf("--addons-endpoint") + 1], address);
-    const socket = address.replace(/^unix:\/\//, "");
-    const [s, d] = [mountOf(sidecar, socket), mountOf(driver, socket)];
-    assert.equal(s.name, d.name);
-    assert.equal(s.mountPath, d.mountPath);
-    assert.ok(volume(s.name).emptyDir, "the socket volume should be a pod-local emptyDir");
-    assert.notEqual(args[args.indexOf("--csi-endpoint") + 1], address, "the sidecar must never dial the CSI socket");
-  });
-
-  test("node, pod, namespace and pod UID come from the downward API", () => {
-    const env = Object.fromEntries((sidecar.env ?? []).map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
-    assert.equal(env.NODE_ID, "spec.nodeName");
-    assert.equal(env.POD_NAME, "metadata.name");
-    assert.equal(env.POD_NAMESPACE, "metadata.namespace");
-    assert.equal(env.POD_UID, "metadata.uid");
-  });
-
-  test("ports, probes and auth match the flags", () => {
-    const controllerPort = Number(flags.get("controller-port") ?? 9070);
-    assert.ok(sidecar.ports?.some((p) => p.containerPort === controllerPort && p.name === "controller"));
-    const httpPort = Number(/:(\d+)$/.exec(flags.get("http-endpoint") ?? "")?.[1]);
-    assert.ok(httpPort > 0, "--http-endpoint must be set for the probes");
-    for (const [probe, path] of [[sidecar.livenessProbe, "/healthz"], [sidecar.readinessProbe, "/readyz"]] as const) {
-      assert.equal(probe?.httpGet?.path, path);
-      assert.equal(portOf(sidecar, probe!.httpGet!.port), httpPort);
-    }
-    assert.notEqual(flags.get("enable-auth"), "false");
-    assert.equal(flags.get("auth-audience"), "csi-addons-healer");
-  });
-
-  test("TLS files come from an optional Secret readable by the sidecar only", () => {
-    for (const f of ["tls-cert-file", "tls-key-file"]) {
-      const m = mountOf(sidecar, flags.get(f)!);
-      assert.equal(m.readOnly, true);
-      assert.equal(volume(m.name).secret?.optional, true);
-      assert.equal(volume(m.name).secret?.defaultMode, 0o440);
-      assert.ok(!driver.volumeMounts?.some((v) => v.name === m.name), "the driver must not see the TLS key");
-    }
-    assert.equal(pod.securityContext?.fsGroup, sidecar.securityContext?.runAsGroup, "fsGroup gives the sidecar the key and the socket");
-  });
-
-  test("runs as the ServiceAccount the RBAC binds, with its token in the sidecar only", () => {
-    assert.equal(pod.serviceAccountName, sidecarServiceAccount);
-    assert.equal(pod.automountServiceAccountToken, false);
-    const m = mountOf(sidecar, "/var/run/secrets/kubernetes.io/serviceaccount/token");
-    assert.equal(m.readOnly, true);
-    const sources = volume(m.name).projected?.sources ?? [];
-    assert.ok(sources.some((s) => s.serviceAccountToken?.path === "token"));
-    assert.ok(sources.some((s) => s.configMap?.name === "kube-root-ca.crt"));
-    assert.ok(sources.some((s) => s.downwardAPI));
-    assert.ok(!driver.volumeMounts?.some((v) => v.name === m.name), "the driver must not get the sidecar's token");
-  });
-
-  test("deploy/README.md uses the names the manifests use", () => {
-    const readme = readFileSync(join(deployDir, "README.md"), "utf8");
-    const driverArgs = driver.args ?? [];
-    const tlsSecret = pod.volumes.find((v) => v.secret?.optional)?.secret?.secretName;
-    for (const name of [
-      ds.metadata.name,
-      kustomization.namespace,
-      sidecarServiceAccount,
-      tlsSecret!,
-      flags.get("auth-audience")!,
-      driverArgs[driverArgs.indexOf("--name") + 1],
-      flags.get("csi-addons-address")!,
-      `app.kubernetes.io/name=${ds.spec.template.metadata.labels["app.kubernetes.io/name"]}`,
-      ...kustomization.resources,
-    ]) {
-      assert.ok(readme.includes(name), `README does not mention ${name}`);
-    }
-  });
-
-  test("both containers use the image the kustomization names once", () => {
-    const [image] = kustomization.images ?? [];
-    assert.ok(image?.newName && image.newTag, "kustomization.yaml sets no image");
-    for (const c of pod.containers) assert.equal(c.image, image.name, c.name);
-  });
-});
-
-describe("kubectl kustomize", () => {
-  const kubectl = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" });
-  const render = (dir: string): K8sObject[] => {
-    const r = spawnSync("kubectl", ["kustomize", dir], { encoding: "utf8" });
-    assert.equal(r.status, 0, r.stderr);
-    return parseYamlDocuments(r.stdout, `kubectl kustomize ${dir}`) as K8sObject[];
-  };
-  const check = (objects: K8sObject[], namespace: string) => {
-    const rendered: Manifest[] = objects.map((doc) => ({ file: "(rendered)", doc }));
-    findOne(rendered, "Namespace", namespace);
-    for (const o of objects) {
-      if (!clusterScoped.has(o.kind)) assert.equal(o.metadata.namespace, namespace, `${o.kind} ${o.metadata.name}`);
-      assert.equal(o.metadata.labels?.["app.kubernetes.io/part-of"], "csi-addons-healer", `${o.kind} ${o.metadata.name}`);
-      assert.deepEqual(validateStrict(o, o.kind === "CustomResourceDefinition" ? [crdSchemaTree] : []), []);
-    }
-    const [image] = kustomization.images!;
-    const ds = findOne(rendered, "DaemonSet") as DaemonSetDoc;
-    for (const c of ds.spec.template.spec.containers) assert.equal(c.image, `${image.newName}:${image.newTag}`);
-    const rules = loadRbacRules(rendered);
-    assert.equal(rules.namespaced.length + rules.cluster.length, loadRbacRules(manifests).cluster.length + loadRbacRules(manifests).namespaced.length);
-  };
-
-  test("renders deploy/ with the namespace, labels and image applied", { skip: kubectl.error ? "kubectl is not installed" : false }, () => {
-    check(render(deployDir), kustomization.namespace);
-  });
-
-  test("an overlay's namespace moves everything, RBAC subjects included", { skip: kubectl.error ? "kubectl is not installed" : false }, () => {
-    const dir = mkdtempSync(join(tmpdir(), "deploy-overlay-"));
-    try {
-      writeFileSync(join(dir, "kustomization.yaml"), `namespace: storage-healer\nresources:\n  - ${relative(dir, deployDir)}\n`);
-      check(render(dir), "storage-healer");
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
   });
 });
 
@@ -375,50 +287,5 @@ interface CrdDoc extends K8sObject {
     scope: string;
     conversion?: unknown;
     versions: { name: string; subresources?: unknown; schema: { openAPIV3Schema: Schema } }[];
-  };
-}
-
-interface Container {
-  name: string;
-  image?: string;
-  args?: string[];
-  env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
-  ports?: { name?: string; containerPort: number }[];
-  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; mountPropagation?: string }[];
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
-  readinessProbe?: { httpGet?: { path: string; port: string | number } };
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  securityContext?: {
-    runAsNonRoot?: boolean;
-    runAsUser?: number;
-    runAsGroup?: number;
-    readOnlyRootFilesystem?: boolean;
-    allowPrivilegeEscalation?: boolean;
-    privileged?: boolean;
-    capabilities?: { add?: string[]; drop?: string[] };
-    seccompProfile?: { type: string };
-  };
-}
-
-interface DaemonSetDoc extends K8sObject {
-  spec: {
-    template: {
-      metadata: { labels: Record<string, string> };
-      spec: {
-        serviceAccountName?: string;
-        automountServiceAccountToken?: boolean;
-        hostNetwork?: boolean;
-        hostPID?: boolean;
-        securityContext?: { fsGroup?: number };
-        containers: Container[];
-        volumes: {
-          name: string;
-          emptyDir?: object;
-          hostPath?: { path: string };
-          secret?: { secretName: string; optional?: boolean; defaultMode?: number };
-          projected?: { sources: { serviceAccountToken?: { path: string }; configMap?: { name: string }; downwardAPI?: object }[] };
-        }[];
-      };
-    };
   };
 }

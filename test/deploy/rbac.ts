@@ -1,6 +1,7 @@
 // The sidecar's permissions exactly as deploy/ grants them: the rules of every Role and
-// ClusterRole that a RoleBinding or ClusterRoleBinding in deploy/ binds to the sidecar's
-// ServiceAccount. Tests load these into the in-memory API server's allow table.
+// ClusterRole that a RoleBinding or ClusterRoleBinding of the rendered install (kubectl kustomize
+// deploy/) binds to the sidecar's ServiceAccount. Tests load these into the in-memory API
+// server's allow table.
 import { findOne, loadManifests, type K8sObject, type Manifest } from "./load.js";
 
 export interface Rule {
@@ -17,7 +18,7 @@ export interface RbacRules {
   cluster: Rule[];
 }
 
-/** The ServiceAccount the example DaemonSet runs the sidecar as. */
+/** The ServiceAccount the example DaemonSet runs the sidecar as (deploy/base's default subject). */
 export const sidecarServiceAccount = "csi-addons-healer";
 
 interface Binding extends K8sObject {

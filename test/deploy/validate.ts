@@ -3,9 +3,10 @@
 // the CRD schema comparison against upstream.
 import { isDeepStrictEqual } from "node:util";
 import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1";
-import { DaemonSet } from "kubernetes-models/apps/v1";
+import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { Namespace, ServiceAccount } from "kubernetes-models/v1";
+import { ConfigMap, Namespace, Service, ServiceAccount } from "kubernetes-models/v1";
 import type { K8sObject } from "./load.js";
 
 type Validating = { prototype: { validate(): void } };
@@ -13,6 +14,10 @@ type Validating = { prototype: { validate(): void } };
 const models: Record<string, Validating> = {
   "v1/Namespace": Namespace,
   "v1/ServiceAccount": ServiceAccount,
+  "v1/Service": Service,
+  "v1/ConfigMap": ConfigMap,
+  "apps/v1/Deployment": Deployment,
+  "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,

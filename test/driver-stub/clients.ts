@@ -24,7 +24,7 @@ export interface Rpc<Partial, Res> {
   start(request?: Partial, deadlineMs?: number): Pending<Res>;
 }
 
-function rpc<Req, Res, P>(client: Client, method: UnaryMethod<Req, Res>, type: { fromPartial(p: P): Req }): Rpc<P, Res> {
+export function rpc<Req, Res, P>(client: Client, method: UnaryMethod<Req, Res>, type: { fromPartial(p: P): Req }): Rpc<P, Res> {
   const start = (request = {} as P, deadlineMs = 10_000): Pending<Res> => {
     let call!: ClientUnaryCall;
     const response = new Promise<Res>((resolve, reject) => {

@@ -34,7 +34,18 @@ describe("driver-stub state file", () => {
   it("fills in the documented defaults", () => {
     const s = resolveState(parseState('{"volumes": {"v": {}}}'));
     assert.deepEqual(s.ready, true);
-    assert.deepEqual(s.capabilities, { getVolumeHealth: true, healVolume: true });
+    assert.deepEqual(s.capabilities, {
+      getVolumeHealth: true,
+      healVolume: true,
+      reclaimSpaceOffline: false,
+      reclaimSpaceOnline: false,
+      encryptionKeyRotation: false,
+      networkFence: false,
+      getClientsToFence: false,
+      volumeReplication: false,
+      replicationDestinationInfo: false,
+      volumeGroup: false,
+    });
     assert.deepEqual(s.volumes.get("v"), { state: "HEALTHY", reason: "", message: "", heal: "SUCCEED", delayMs: 0, locked: false });
     assert.deepEqual(resolveState({}).volumes.size, 0);
   });

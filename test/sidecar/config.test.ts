@@ -44,7 +44,7 @@ test("Go flag syntax: --x=v, --x v, -x v, bare booleans; flags win over env", ()
   assert.equal(c.nodeId, "n2");
   assert.equal(c.csiAddonsSocket, "/env.sock");
   assert.equal(c.timeoutMs, 90_000);
-  assert.deepEqual(c.httpEndpoint, { host: "0.0.0.0", port: 9808 });
+  assert.deepEqual(c.httpEndpoint, { host: "::", port: 9808 });
   assert.equal(cfg([...base, "--enable-auth=false"]).enableAuth, false);
 });
 

@@ -88,5 +88,14 @@ test("gRPC reflection lists exactly the services this port serves", async () => 
     stream.write({ list_services: "" });
   });
   client.close();
-  assert.deepEqual(names, ["grpc.health.v1.Health", "identity.Identity", "sidecar.v1.VolumeHealer"]);
+  assert.deepEqual(names, [
+    "grpc.health.v1.Health",
+    "identity.Identity",
+    "proto.EncryptionKeyRotation",
+    "proto.NetworkFence",
+    "proto.ReclaimSpace",
+    "proto.Replication",
+    "proto.VolumeGroupController",
+    "sidecar.v1.VolumeHealer",
+  ]);
 });

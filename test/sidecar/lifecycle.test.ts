@@ -259,7 +259,7 @@ describe("the CSIAddonsNode validates against our own CRD too", () => {
   });
   after(async () => ours.stop());
 
-  test("created and SERVING under deploy/crd", async () => {
+  test("created and SERVING under deploy/components/crd", async () => {
     const { sidecar } = await startPair();
     await waitHealth(sidecar, "SERVING");
     assert.equal(getNodeObject()!.spec.driver.name, DRIVER);

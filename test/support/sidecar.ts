@@ -14,6 +14,8 @@ export interface SidecarOptions {
   /** Extra flags, e.g. ["--max-inflight=8"]. Auth is off unless these turn it on. */
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** Leave the listen addresses at their defaults (every address) instead of 127.0.0.1. */
+  listenAll?: boolean;
 }
 
 export interface SidecarProc {
@@ -39,9 +41,8 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     `--node-id=${opts.nodeId ?? "node-1"}`,
     `--pod=${opts.pod ?? "csi-plugin-abcde"}`,
     `--namespace=${opts.namespace ?? "csi"}`,
-    "--controller-ip=127.0.0.1",
+    ...(opts.listenAll ? ["--http-endpoint=:0"] : ["--controller-ip=127.0.0.1", "--http-endpoint=127.0.0.1:0"]),
     "--controller-port=0",
-    "--http-endpoint=127.0.0.1:0",
     `--kubeconfig=${opts.kubeconfig}`,
     "--log-level=debug",
     ...(opts.args?.some((a) => a.startsWith("--enable-auth")) ? [] : ["--enable-auth=false"]),

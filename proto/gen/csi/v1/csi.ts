@@ -331,6 +331,21 @@ export interface Topology_SegmentsEntry {
   value: string;
 }
 
+/**
+ * A volume as the CSI spec describes it; csi-addons volumegroup.VolumeGroup lists its members with it.
+ * Fields 4 (content_source) and 5 (accessible_topology) are not needed here and are skipped on decode.
+ */
+export interface Volume {
+  capacityBytes: number;
+  volumeId: string;
+  volumeContext: { [key: string]: string };
+}
+
+export interface Volume_VolumeContextEntry {
+  key: string;
+  value: string;
+}
+
 function createBaseGetPluginInfoRequest(): GetPluginInfoRequest {
   return {};
 }
@@ -2714,6 +2729,243 @@ export const Topology_SegmentsEntry: MessageFns<Topology_SegmentsEntry> = {
   },
   fromPartial(object: DeepPartial<Topology_SegmentsEntry>): Topology_SegmentsEntry {
     const message = createBaseTopology_SegmentsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseVolume(): Volume {
+  return { capacityBytes: 0, volumeId: "", volumeContext: {} };
+}
+
+export const Volume: MessageFns<Volume> = {
+  encode(message: Volume, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.capacityBytes !== 0) {
+      writer.uint32(8).int64(message.capacityBytes);
+    }
+    if (message.volumeId !== "") {
+      writer.uint32(18).string(message.volumeId);
+    }
+    globalThis.Object.entries(message.volumeContext).forEach(([key, value]: [string, string]) => {
+      Volume_VolumeContextEntry.encode({ key: key as any, value }, writer.uint32(26).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Volume {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVolume();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.capacityBytes = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.volumeId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            const entry3 = Volume_VolumeContextEntry.decode(reader, reader.uint32());
+            if (entry3.value !== undefined) {
+              message.volumeContext[entry3.key] = entry3.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Volume {
+    return {
+      capacityBytes: isSet(object.capacityBytes)
+        ? globalThis.Number(object.capacityBytes)
+        : isSet(object.capacity_bytes)
+        ? globalThis.Number(object.capacity_bytes)
+        : 0,
+      volumeId: isSet(object.volumeId)
+        ? globalThis.String(object.volumeId)
+        : isSet(object.volume_id)
+        ? globalThis.String(object.volume_id)
+        : "",
+      volumeContext: isObject(object.volumeContext)
+        ? (globalThis.Object.entries(object.volumeContext) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : isObject(object.volume_context)
+        ? (globalThis.Object.entries(object.volume_context) as [string, any][]).reduce(
+          (acc: { [key: string]: string }, [key, value]: [string, any]) => {
+            globalThis.Object.defineProperty(acc, key, {
+              value: globalThis.String(value),
+              enumerable: true,
+              configurable: true,
+              writable: true,
+            });
+            return acc;
+          },
+          {},
+        )
+        : {},
+    };
+  },
+
+  toJSON(message: Volume): unknown {
+    const obj: any = {};
+    if (message.capacityBytes !== 0) {
+      obj.capacityBytes = Math.round(message.capacityBytes);
+    }
+    if (message.volumeId !== "") {
+      obj.volumeId = message.volumeId;
+    }
+    if (message.volumeContext) {
+      const entries = globalThis.Object.entries(message.volumeContext) as [string, string][];
+      if (entries.length > 0) {
+        obj.volumeContext = {};
+        entries.forEach(([k, v]) => {
+          obj.volumeContext[k] = v;
+        });
+      }
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Volume>): Volume {
+    return Volume.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Volume>): Volume {
+    const message = createBaseVolume();
+    message.capacityBytes = object.capacityBytes ?? 0;
+    message.volumeId = object.volumeId ?? "";
+    message.volumeContext = (globalThis.Object.entries(object.volumeContext ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseVolume_VolumeContextEntry(): Volume_VolumeContextEntry {
+  return { key: "", value: "" };
+}
+
+export const Volume_VolumeContextEntry: MessageFns<Volume_VolumeContextEntry> = {
+  encode(message: Volume_VolumeContextEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Volume_VolumeContextEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVolume_VolumeContextEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): Volume_VolumeContextEntry {
+    return {
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      value: isSet(object.value) ? globalThis.String(object.value) : "",
+    };
+  },
+
+  toJSON(message: Volume_VolumeContextEntry): unknown {
+    const obj: any = {};
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.value !== "") {
+      obj.value = message.value;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<Volume_VolumeContextEntry>): Volume_VolumeContextEntry {
+    return Volume_VolumeContextEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Volume_VolumeContextEntry>): Volume_VolumeContextEntry {
+    const message = createBaseVolume_VolumeContextEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
     return message;

@@ -1,0 +1,55 @@
+// The sidecar container's memory settings as deploy/ states them: NODE_OPTIONS (the V8 heap caps)
+// and resources.limits.memory. Looked up by shape, not by file: every YAML document below deploy/
+// is searched for a container named csi-addons-healer (a DaemonSet, or a kustomize patch of one),
+// so the bench follows the manifests wherever they are arranged.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { deployDir, listYamlFiles, parseYamlDocuments } from "../deploy/load.js";
+
+export const SIDECAR_CONTAINER = "csi-addons-healer";
+
+export interface DeployLimits {
+  /** NODE_OPTIONS of the sidecar container, e.g. "--max-old-space-size=96 --max-semi-space-size=2". */
+  nodeOptions: string;
+  /** The container's memory limit in bytes, and as written. */
+  limitBytes: number;
+  limit: string;
+  /** Files the values came from, relative to deploy/. */
+  files: string[];
+}
+
+type Json = Record<string, unknown>;
+
+export function readDeployLimits(): DeployLimits {
+  let nodeOptions: { value: string; file: string } | undefined;
+  let limit: { value: string; file: string } | undefined;
+  const visit = (node: unknown, file: string): void => {
+    if (Array.isArray(node)) return node.forEach((n) => visit(n, file));
+    if (node === null || typeof node !== "object") return;
+    const o = node as Json;
+    if (o["name"] === SIDECAR_CONTAINER) {
+      const env = Array.isArray(o["env"]) ? (o["env"] as Json[]) : [];
+      const opts = env.find((e) => e["name"] === "NODE_OPTIONS")?.["value"];
+      if (typeof opts === "string") nodeOptions ??= { value: opts, file };
+      const mem = ((o["resources"] as Json | undefined)?.["limits"] as Json | undefined)?.["memory"];
+      if (typeof mem === "string" || typeof mem === "number") limit ??= { value: String(mem), file };
+    }
+    for (const v of Object.values(o)) visit(v, file);
+  };
+  for (const file of listYamlFiles()) {
+    for (const doc of parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file)) visit(doc, file);
+  }
+  if (!nodeOptions || !limit) {
+    throw new Error(`deploy/ has no ${SIDECAR_CONTAINER} container with ${!nodeOptions ? "env NODE_OPTIONS" : "resources.limits.memory"}`);
+  }
+  return { nodeOptions: nodeOptions.value, limit: limit.value, limitBytes: quantityBytes(limit.value), files: [...new Set([nodeOptions.file, limit.file])] };
+}
+
+const UNITS: Record<string, number> = { "": 1, k: 1e3, M: 1e6, G: 1e9, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };
+
+/** A Kubernetes memory quantity ("256Mi", "300M", "268435456") in bytes. */
+export function quantityBytes(q: string): number {
+  const m = /^(\d+(?:\.\d+)?)(k|M|G|Ki|Mi|Gi)?$/.exec(q.trim());
+  if (!m) throw new Error(`cannot read the memory quantity ${JSON.stringify(q)}`);
+  return Number(m[1]) * UNITS[m[2] ?? ""]!;
+}

@@ -1,0 +1,193 @@
+// The upstream services that name a PersistentVolume (proto.ReclaimSpace, proto.EncryptionKeyRotation)
+// through the sidecar, played as the upstream csi-addons controller: what the driver-stub receives
+// (volume id, parameters, stage secrets, the kubelet's staging path on file and block volumes), the
+// upstream sidecar's error codes, UNIMPLEMENTED without a driver call, and nothing on the CSI socket.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { codeName } from "../support/grpc.js";
+import { waitFor } from "../support/wait.js";
+import { DRIVER, NAMESPACE, pv, secret } from "../support/fixtures.js";
+import { logged, upstreamFixture } from "./upstream-harness.js";
+
+const SECRET_VALUE = "s3cr3t-Value-never-logged-5e2b";
+const STAGE_SECRETS = { userID: "admin", userKey: SECRET_VALUE };
+const STAGING = "/var/lib/kubelet/plugins/kubernetes.io/csi/";
+const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+const FILE_STAGING = `${STAGING}${DRIVER}/${sha("vol-file")}/globalmount`;
+const FILE_CAPABILITY = { mount: { fsType: "xfs", mountFlags: ["discard"] }, accessMode: { mode: "SINGLE_NODE_MULTI_WRITER" } };
+
+describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", () => {
+  const fx = upstreamFixture(
+    [
+      secret(NAMESPACE, "stage-secret", STAGE_SECRETS),
+      pv("pv-file", {
+        handle: "vol-file",
+        secret: { namespace: NAMESPACE, name: "stage-secret" },
+        fsType: "xfs",
+        mountOptions: ["discard"],
+        accessModes: ["ReadWriteOnce"],
+        attributes: { pool: "rbd", clusterID: "c1" },
+      }),
+      pv("pv-block", { handle: "vol-block", block: true, accessModes: ["ReadWriteMany"] }),
+      pv("pv-slow", { handle: "vol-slow" }),
+      pv("pv-nosecret", { handle: "vol-nosecret", secret: { namespace: NAMESPACE, name: "missing-secret" } }),
+      pv("pv-other-driver", { handle: "vol-other", driver: "other.csi.example.com" }),
+      { apiVersion: "v1", kind: "PersistentVolume", metadata: { name: "pv-hostpath" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } } },
+    ],
+    {
+      // VolumeGroup stays off: its methods must answer UNIMPLEMENTED without a driver call.
+      capabilities: { reclaimSpaceOffline: true, reclaimSpaceOnline: true, encryptionKeyRotation: true },
+      volumes: { "vol-file": {}, "vol-block": {}, "vol-slow": { delayMs: 10_000 }, "vol-nosecret": {} },
+      space: { "vol-file": { usedBytes: 1000, reclaimableBytes: 300 }, "vol-block": { usedBytes: 500, reclaimableBytes: 100 } },
+    },
+    ["--timeout=2s"],
+  );
+
+  test("NodeReclaimSpace on a filesystem volume: handle, the kubelet's staging path, capability and stage secrets reach the driver", async () => {
+    const r = await fx.up.nodeReclaimSpace("pv-file");
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.deepEqual(r.value, { preUsage: { usageBytes: 1000 }, postUsage: { usageBytes: 700 } });
+    const [c] = fx.driverCalls("/reclaimspace.ReclaimSpaceNode/NodeReclaimSpace");
+    assert.deepEqual(c!.request, { volumeId: "vol-file", stagingTargetPath: FILE_STAGING, volumeCapability: FILE_CAPABILITY, secrets: logged(STAGE_SECRETS) });
+    assert.deepEqual(fx.stub.readState().space?.["vol-file"], { usedBytes: 700, reclaimableBytes: 0, reclaimedBytes: 300 });
+  });
+
+  test("NodeReclaimSpace on a block volume: the per-PV block staging path and a block capability", async () => {
+    const r = await fx.up.nodeReclaimSpace("pv-block");
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.deepEqual(r.value, { preUsage: { usageBytes: 500 }, postUsage: { usageBytes: 400 } });
+    const c = fx.driverCalls("NodeReclaimSpace").find((e) => e.request.volumeId === "vol-block");
+    assert.deepEqual(c!.request, {
+      volumeId: "vol-block",
+      stagingTargetPath: `${STAGING}volumeDevices/staging/pv-block`,
+      volumeCapability: { block: {}, accessMode: { mode: "MULTI_NODE_MULTI_WRITER" } },
+    });
+  });
+
+  test("ControllerReclaimSpace: handle, volumeAttributes as parameters, stage secrets", async () => {
+    const r = await fx.up.controllerReclaimSpace("pv-file");
+    assert.ok(r.ok, JSON.stringify(r));
+    const [c] = fx.driverCalls("/reclaimspace.ReclaimSpaceController/ControllerReclaimSpace");
+    assert.deepEqual(c!.request, { volumeId: "vol-file", parameters: { pool: "rbd", clusterID: "c1" }, secrets: logged(STAGE_SECRETS) });
+  });
+
+  test("EncryptionKeyRotate: handle, parameters, capability and stage secrets; no key material from us", async () => {
+    const r = await fx.up.encryptionKeyRotate("pv-file");
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.deepEqual(r.value, {});
+    const [c] = fx.driverCalls("/encryptionkeyrotation.EncryptionKeyRotationController/EncryptionKeyRotate");
+    assert.deepEqual(c!.request, {
+      volumeId: "vol-file",
+      parameters: { pool: "rbd", clusterID: "c1" },
+      secrets: logged(STAGE_SECRETS),
+      volumeCapability: FILE_CAPABILITY,
+    });
+    assert.deepEqual(fx.stub.readState().keyRotations, { "vol-file": 1 });
+  });
+
+  test("bad input answers what the upstream sidecar answers (INVALID_ARGUMENT), and nothing reaches the driver", async () => {
+    const before = fx.stub.calls({ server: "addons" }).length;
+    for (const [pvName, why] of [
+      ["pv-missing", /PersistentVolume pv-missing not found/],
+      ["pv-hostpath", /not a CSI volume/],
+      ["pv-nosecret", /stage secret csi\/missing-secret of PersistentVolume pv-nosecret not found/],
+      ["pv-other-driver", /belongs to driver other\.csi\.example\.com/],
+      ["Not_A_Name", /not a valid PersistentVolume name/],
+      ["", /not a valid PersistentVolume name/],
+    ] as const) {
+      for (const call of [fx.up.nodeReclaimSpace, fx.up.controllerReclaimSpace, fx.up.encryptionKeyRotate]) {
+        const r = await call(pvName);
+        assert.equal(r.ok ? "OK" : codeName(r.code), "INVALID_ARGUMENT", `${call.name} ${pvName}`);
+        assert.match((r as { details: string }).details, why);
+      }
+    }
+    assert.equal(fx.stub.calls({ server: "addons" }).length, before, "no driver call for bad input");
+  });
+
+  test("a Kubernetes API failure while reading the PV is UNAVAILABLE (retry), not a verdict on the input", async () => {
+    const before = fx.stub.calls({ server: "addons" }).length;
+    fx.kube.faults.failNext(50, 503, { resource: "persistentvolumes" });
+    try {
+      const r = await fx.up.nodeReclaimSpace("pv-file");
+      assert.equal(r.ok ? "OK" : codeName(r.code), "UNAVAILABLE", JSON.stringify(r));
+    } finally {
+      fx.kube.faults.clear();
+    }
+    assert.equal(fx.stub.calls({ server: "addons" }).length, before);
+  });
+
+  test("the driver's status passes through unchanged", async () => {
+    fx.stub.updateState((s) => void (s.volumes!["vol-file"] = { locked: true }));
+    try {
+      const r = await fx.up.nodeReclaimSpace("pv-file");
+      assert.equal(r.ok ? "OK" : codeName(r.code), "ABORTED");
+      assert.match((r as { details: string }).details, /already in progress/);
+    } finally {
+      fx.stub.updateState((s) => void (s.volumes!["vol-file"] = {}));
+    }
+  });
+
+  test("the driver call carries a deadline: --timeout (2s) ends a stuck reclaim with DEADLINE_EXCEEDED", async () => {
+    const started = Date.now();
+    const r = await fx.up.nodeReclaimSpace("pv-slow", 30_000);
+    assert.equal(r.ok ? "OK" : codeName(r.code), "DEADLINE_EXCEEDED");
+    assert.ok(Date.now() - started < 9_000, `answered after ${Date.now() - started} ms, well before the driver's 10 s`);
+    await waitFor("the stub's log line for vol-slow", () => fx.driverCalls("NodeReclaimSpace").some((c) => c.request.volumeId === "vol-slow"));
+    const slow = fx.driverCalls("NodeReclaimSpace").find((c) => c.request.volumeId === "vol-slow")!;
+    assert.notEqual(slow.code, "OK", "the driver saw its call end early");
+  });
+
+  test("a service the driver does not offer answers UNIMPLEMENTED without calling the driver", async () => {
+    const before = fx.stub.calls({ server: "addons" }).length;
+    const r = await fx.up.createGroup({ name: "g", secretName: "stage-secret", secretNamespace: NAMESPACE });
+    assert.equal(r.ok ? "OK" : codeName(r.code), "UNIMPLEMENTED");
+    assert.match((r as { details: string }).details, /does not offer the VolumeGroup VOLUME_GROUP capability/);
+    const g = await fx.up.getGroup({ volumeGroupId: "group-g", secretName: "stage-secret", secretNamespace: NAMESPACE });
+    assert.equal(g.ok ? "OK" : codeName(g.code), "UNIMPLEMENTED");
+    assert.equal(fx.stub.calls({ server: "addons" }).length, before);
+  });
+
+  test("no secret value in the sidecar's log; every driver call counted in csi_sidecar_operations_seconds", async () => {
+    const out = fx.sidecar.proc.stdout() + fx.sidecar.proc.stderr();
+    assert.ok(!out.includes(SECRET_VALUE), "secret value in the sidecar log");
+    const served = fx.sidecar.logLines().filter((l) => l["method"] === "/proto.ReclaimSpace/NodeReclaimSpace" && l["code"] === "OK");
+    assert.ok(served.some((l) => l["pv"] === "pv-file" && l["volume_id"] === "vol-file"), "one log line per call with pv and volume_id");
+    const metrics = await fx.sidecar.metrics();
+    for (const method of [
+      "/reclaimspace.ReclaimSpaceNode/NodeReclaimSpace",
+      "/reclaimspace.ReclaimSpaceController/ControllerReclaimSpace",
+      "/encryptionkeyrotation.EncryptionKeyRotationController/EncryptionKeyRotate",
+    ]) {
+      assert.match(metrics, new RegExp(`csi_sidecar_operations_seconds_count\\{[^}]*method_name="${method}"[^}]*grpc_status_code="OK"[^}]*\\} [1-9]`), method);
+    }
+    assert.match(metrics, /method_name="\/reclaimspace\.ReclaimSpaceNode\/NodeReclaimSpace"[^}]*grpc_status_code="DEADLINE_EXCEEDED"/);
+  });
+
+  test("reflection describes the upstream services from our protos (grpcurl works without local .proto files)", async () => {
+    const file = createRequire(import.meta.url).resolve("@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
+    const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true })) as any;
+    const client = new pkg.grpc.reflection.v1.ServerReflection(fx.sidecar.address, grpc.credentials.createInsecure());
+    try {
+      for (const symbol of ["proto.ReclaimSpace", "proto.EncryptionKeyRotation", "proto.NetworkFence", "proto.Replication", "proto.VolumeGroupController"]) {
+        const files = await new Promise<Buffer[]>((resolve, reject) => {
+          const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
+          stream.on("data", (r: any) => {
+            if (r.error_response) reject(new Error(`${symbol}: ${r.error_response.error_message}`));
+            else resolve(r.file_descriptor_response.file_descriptor_proto);
+            stream.end();
+          });
+          stream.on("error", reject);
+          stream.write({ file_containing_symbol: symbol });
+        });
+        const text = Buffer.concat(files).toString("latin1");
+        assert.ok(text.includes(symbol.slice("proto.".length)), `${symbol} described`);
+      }
+    } finally {
+      client.close();
+    }
+  });
+});
