@@ -9,7 +9,7 @@ import { waitFor } from "../support/wait.js";
 import { alive, pidsIn } from "../demo/liveness.js";
 import type { Results } from "./report.js";
 
-test("bench --quick prints the restart-heal headline, the relay, burst and memory tables and writes the JSON results", { timeout: 300_000 }, async (t) => {
+test("bench --quick prints the restart-heal headline and the relay, burst, memory and overload tables and writes the JSON results", { timeout: 300_000 }, async (t) => {
   const dir = tempDir("bench-quick-");
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, "results.json");
