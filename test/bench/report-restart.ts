@@ -13,6 +13,7 @@ export interface RestartResults {
 export const TARGETS = { ratioToFloor: 1.5, oneNodeMs: 2_000, oneNodeVolumes: 500, controllerReadsPerHeal: 0.05, sidecarsPerHeal: 2 };
 
 const ms = (v: number) => `${Math.round(v)} ms`;
+const cpu = (v: number) => `${v.toFixed(2)} ms`;
 const x = (v: number) => `${v.toFixed(2)}x`;
 const per = (v: number) => v.toFixed(2);
 const caseName = (r: RestartResult) =>
@@ -67,6 +68,8 @@ export function renderRestart(r: RestartResults): string {
     row("the controller's own metric, per node (mean)", (c) => `${ms(c.healer.controllerMetric.meanMs)} (${c.healer.controllerMetric.restarts} restarts)`),
     row("NodeHealVolume answered OK after the restart", (c) => `${c.healer.driverHealCalls} of ${c.volumes}`),
     row("most heals at once at one driver: floor, healer", (c) => `${c.floor.peakDriverCalls}, ${c.healer.peakDriverCalls}`),
+    row("CPU per healed volume, floor: client + drivers", (c) => `${cpu(c.floor.cpuMsPerHeal.client)} + ${cpu(c.floor.cpuMsPerHeal.drivers)}`),
+    row("CPU per healed volume: controller + sidecars + API", (c) => `${cpu(c.healer.cpuMsPerHeal.controller)} + ${cpu(c.healer.cpuMsPerHeal.sidecars)} + ${cpu(c.healer.cpuMsPerHeal.apiServer)}`),
     row("API requests per healed volume: controller", (c) => per(c.apiRequests.controllerPerHeal)),
     row("  of them reads (get, list, watch)", (c) => per(c.apiRequests.controllerReadsPerHeal)),
     row("API requests per healed volume: sidecars", (c) => per(c.apiRequests.sidecarsPerHeal)),

@@ -21,6 +21,7 @@ import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, vo
 import { startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile, runBounded } from "./load.js";
+import { readCpuMs } from "./memory.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";
@@ -38,7 +39,7 @@ export interface RestartCase {
 export interface RestartResult extends RestartCase {
   volumes: number;
   /** The same heals straight to the drivers, with the controller's bounds. */
-  floor: { wallMs: number; peakDriverCalls: number };
+  floor: { wallMs: number; peakDriverCalls: number; cpuMsPerHeal: { client: number; drivers: number } };
   healer: {
     /** First driver back to last driver back (they restart at once, but start one by one on a busy machine). */
     driversBackSpreadMs: number;
@@ -59,6 +60,8 @@ export interface RestartResult extends RestartCase {
     peakDriverCalls: number;
     /** The controller's own csi_addons_healer_restart_heal_duration_seconds: restarts seen, mean per node (from driverRestartedAt). */
     controllerMetric: { restarts: number; meanMs: number };
+    /** CPU time per healed volume from the restart to the restart recorded (the restarted drivers' own is left out: it includes their start-up). */
+    cpuMsPerHeal: { controller: number; sidecars: number; apiServer: number };
   };
   /** Requests from the restart until the controller recorded every restart as handled, by identity. */
   apiRequests: {
@@ -84,6 +87,7 @@ const healthy = (c: RestartCase): VolumeSpec => ({ state: "HEALTHY", delayMs: c.
 const broken = (c: RestartCase): VolumeSpec => ({ state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: c.healDelayMs });
 const sum = (r: Record<string, number>, keep: (key: string) => boolean = () => true) =>
   Object.entries(r).reduce((n, [k, v]) => (keep(k) ? n + v : n), 0);
+const sumCpu = (pids: number[]) => pids.reduce((n, pid) => n + readCpuMs(pid), 0);
 const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
 const isCsiAddonsNode = (key: string) => / csiaddonsnodes(\/|$)/.test(key);
@@ -131,12 +135,16 @@ async function floorRun(c: RestartCase, plugins: NodePlugin[]): Promise<RestartR
   const clients = plugins.map(({ stub }) => new VolumeHealerNodeClient(`unix://${stub.addonsSocket}`, grpc.credentials.createInsecure()));
   try {
     const since = Date.now();
+    const cpu0 = { client: process.cpuUsage(), drivers: sumCpu(plugins.map((p) => p.stub.proc.child.pid!)) };
     const { wallMs } = await runBounded(fleetVolumes(c.fleet), (v) => String(v.node), { perKey: c.perNodeConcurrency, total: c.maxConcurrentHeals }, (v) =>
       call(clients[v.node]!, clients[v.node]!.nodeHealVolume, fleetHealRequest(v.node, v.j)),
     );
+    const client = process.cpuUsage(cpu0.client);
+    const drivers = sumCpu(plugins.map((p) => p.stub.proc.child.pid!)) - cpu0.drivers;
     if (!allHealthy(plugins)) throw new Error("direct heals: not every volume is HEALTHY afterwards");
     const peak = Math.max(...plugins.map(({ stub }) => maxOverlap(healCalls(stub, since))));
-    return { wallMs, peakDriverCalls: peak };
+    const volumes = volumeCount(c.fleet);
+    return { wallMs, peakDriverCalls: peak, cpuMsPerHeal: { client: (client.user + client.system) / 1000 / volumes, drivers: drivers / volumes } };
   } finally {
     for (const client of clients) client.close();
   }
@@ -174,6 +182,8 @@ interface Observed {
   counts: Counts;
   /** The controller's /metrics text after the restart heal. */
   metrics: string;
+  /** CPU time used from the restart until it was recorded as handled. */
+  cpuMs: { controller: number; sidecars: number; apiServer: number };
 }
 
 /** The result from what the drivers' call logs, the sidecars' logs, the API's counters and the controller's metrics say. */
@@ -213,6 +223,7 @@ function measure(c: RestartCase, o: Observed): RestartResult {
       driverHealCalls: heals.length,
       peakDriverCalls: Math.max(...callsByNode.map(maxOverlap)),
       controllerMetric: { restarts, meanMs: (metricSum(o.metrics, `${RESTART_METRIC}_sum`) / restarts) * 1000 },
+      cpuMsPerHeal: { controller: o.cpuMs.controller / volumes, sidecars: o.cpuMs.sidecars / volumes, apiServer: o.cpuMs.apiServer / volumes },
     },
     apiRequests: {
       controller: controllerCounts,
@@ -252,6 +263,8 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
 
   progress(`  restart: every driver killed (SIGKILL) and started again with all ${volumes} mounts dead`);
   await kube.reset();
+  const cpuPids = { controller: [controller.pid], sidecars: plugins.map((p) => p.sidecar.pid), apiServer: [kube.pid] };
+  const cpuBefore = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids)]));
   const killedAt = Date.now();
   await Promise.all(plugins.map(({ stub }) => stub.kill()));
   const restarted = await Promise.all(plugins.map(({ n, stub }) => restartDriverStub(stub, { state: fleetStubState(c.fleet, n, broken(c)) })));
@@ -262,7 +275,8 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   const counts = await kube.countsByUser();
-  const result = measure(c, { floor, plugins, backAt, killedAt, counts, metrics: await controller.metrics() });
+  const cpuMs = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids) - cpuBefore[k]!])) as Observed["cpuMs"];
+  const result = measure(c, { floor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });
   progress(`  ${volumes} volumes HEALED ${result.healer.backToLastHealedMs.toFixed(0)} ms after the driver(s) were back (floor ${floor.wallMs.toFixed(0)} ms)`);
 
   // Stop this case's processes now: the next case needs the CPU.
