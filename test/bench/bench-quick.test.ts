@@ -61,6 +61,7 @@ test("bench --quick prints the restart-heal headline and the relay, burst, memor
     assert.ok(c.floor.wallMs > 0 && c.healer.backToLastHealedMs >= c.healer.healPhaseMs);
     assert.ok(c.apiRequests.sidecarsPerHeal > 0, "the sidecars' requests are counted under their own identity");
     assert.ok(Object.keys(c.apiRequests.controller).length > 0, "the controller's requests are counted under its own identity");
+    assert.ok(c.healer.cpuMsPerHeal.sidecars > 0 && c.floor.cpuMsPerHeal.drivers > 0, "CPU time is read from /proc");
   }
   assert.equal(r.restartHeal.oneNode.fleet.nodes, 1);
   assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
