@@ -15,7 +15,7 @@ export const TARGETS = { ratioToFloor: 1.5, oneNodeMs: 2_000, oneNodeVolumes: 50
 const ms = (v: number) => `${Math.round(v)} ms`;
 const cpu = (v: number) => `${v.toFixed(2)} ms`;
 const x = (v: number) => `${v.toFixed(2)}x`;
-const per = (v: number) => v.toFixed(2);
+const per = (v: number) => v.toFixed(3);
 const caseName = (r: RestartResult) =>
   r.fleet.nodes === 1 ? `${r.volumes} volumes, 1 node` : `${r.fleet.nodes} nodes x ${r.fleet.volumesPerNode} volumes`;
 
@@ -72,8 +72,8 @@ export function renderRestart(r: RestartResults): string {
     row("CPU per healed volume: controller + sidecars + API", (c) => `${cpu(c.healer.cpuMsPerHeal.controller)} + ${cpu(c.healer.cpuMsPerHeal.sidecars)} + ${cpu(c.healer.cpuMsPerHeal.apiServer)}`),
     row("API requests per healed volume: controller", (c) => per(c.apiRequests.controllerPerHeal)),
     row("  of them reads (get, list, watch)", (c) => per(c.apiRequests.controllerReadsPerHeal)),
-    row("API requests per healed volume: sidecars", (c) => per(c.apiRequests.sidecarsPerHeal)),
-    row("  and per restart, recording it on the CSIAddonsNode", (c) => per(c.apiRequests.sidecarsPerRestart)),
+    row("API requests per healed volume: sidecars (PV, VA, ...)", (c) => per(c.apiRequests.sidecarsPerHeal)),
+    row("  and per sidecar, its own CSIAddonsNode and Pod", (c) => per(c.apiRequests.sidecarsPerRestart)),
   ];
   const c0 = r.oneNode;
   const checks = checkTargets(r);
