@@ -36,13 +36,14 @@ COPY driver-stub/ driver-stub/
 RUN npm run build -- --sourceMap false
 # What ships besides node_modules: the compiled code, the launchers, package.json (the version the
 # binaries print) and the .proto contracts (the sidecar loads them for gRPC reflection); not the
-# generated TypeScript under proto/gen. The sidecar image gets no driver-stub code.
+# generated TypeScript under proto/gen. The sidecar image gets no driver-stub code; it also carries
+# the healer controller (same code base, entry point bin/csi-addons-healer-controller.js).
 COPY bin/ bin/
 RUN mkdir -p /out/sidecar/bin /out/sidecar/dist \
  && mkdir -p /out/driver-stub/bin /out/driver-stub/dist \
  && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out/sidecar \
- && cp -r dist/sidecar dist/proto /out/sidecar/dist/ \
- && cp bin/csi-addons-sidecar.js /out/sidecar/bin/ \
+ && cp -r dist/common dist/sidecar dist/controller dist/proto /out/sidecar/dist/ \
+ && cp bin/csi-addons-sidecar.js bin/csi-addons-healer-controller.js /out/sidecar/bin/ \
  && cp package.json /out/sidecar/ \
  && cp -r dist/driver-stub dist/proto /out/driver-stub/dist/ \
  && cp bin/csi-addons-driver-stub.js /out/driver-stub/bin/ \

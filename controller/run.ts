@@ -5,6 +5,7 @@
 import type { Server as HttpServer } from "node:http";
 import { startHttpServer } from "../common/http/probes.js";
 import type { Logger } from "../common/log/logger.js";
+import { listenHost } from "../common/net/listen-host.js";
 import type { Config } from "./config/config.js";
 import { HealController } from "./heal/controller.js";
 import type { PassDeps } from "./heal/pass.js";
@@ -63,7 +64,7 @@ export async function startController(config: Config, logger: Logger): Promise<C
     reason: () => (stopping ? "shutting down" : synced ? "caches synced" : "waiting for the informer caches"),
   };
   let http: HttpServer | undefined;
-  if (config.httpEndpoint) http = await startHttpServer(config.httpEndpoint, readiness, metrics.registry);
+  if (config.httpEndpoint) http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
 
   const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs });

@@ -3,6 +3,9 @@
 import { FlagError } from "./flags.js";
 import { parseDuration } from "./duration.js";
 
+/** Every address, IPv6 and IPv4 (a dual-stack socket): what `:port` listens on. */
+export const ANY_ADDRESS = "::";
+
 export function required(raw: Map<string, string>, name: string): string {
   const v = raw.get(name);
   if (!v) throw new FlagError(name, `--${name} is required`);
@@ -43,12 +46,11 @@ export function oneOf<T extends string>(raw: Map<string, string>, name: string, 
   return v as T;
 }
 
-/** host:port or :port; `anyHost` is what an empty host means (the sidecar listens dual-stack on "::"). */
-export function hostPort(raw: Map<string, string>, name: string, anyHost = "0.0.0.0"): { host: string; port: number } | undefined {
+export function hostPort(raw: Map<string, string>, name: string): { host: string; port: number } | undefined {
   const v = raw.get(name);
   if (!v) return undefined;
   const m = /^(.*):(\d+)$/.exec(v);
   const port = m ? Number(m[2]) : NaN;
   if (!m || port > 65535) throw new FlagError(name, `--${name} must be host:port or :port, got ${JSON.stringify(v)}`);
-  return { host: m[1]!.replace(/^\[|\]$/g, "") || anyHost, port };
+  return { host: m[1]!.replace(/^\[|\]$/g, "") || ANY_ADDRESS, port };
 }

@@ -58,7 +58,8 @@ export class Reporter {
       await this.events.volume(o.pv, "Warning", "VolumeAbnormal", `health check found the volume broken on node ${o.sidecar.nodeId}`);
     }
     if (o.result === "HEALED") {
-      await this.events.volume(o.pv, "Normal", "VolumeHealed", `volume healed ${where} (${o.trigger === "restart" ? "after a driver restart" : o.trigger})`);
+      // The message names no trigger, so every heal of this volume on this node aggregates into one Event.
+      await this.events.volume(o.pv, "Normal", "VolumeHealed", `volume healed ${where}`);
     } else if (o.result === "NOT_HEALABLE") {
       await this.events.volume(o.pv, "Warning", "VolumeNotHealable", `${where}: ${o.message || "the driver cannot heal this volume"}`);
     } else if (o.result !== "NOT_NEEDED") {

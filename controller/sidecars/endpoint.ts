@@ -10,8 +10,3 @@ export function parseEndpoint(text: string): Endpoint {
   if (/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(text)) return { kind: "address", address: text };
   throw new EndpointError(`endpoint ${JSON.stringify(text)} is neither pod://<pod>.<namespace>:<port> nor host:port`);
 }
-
-/** host:port for gRPC, with an IPv6 pod IP in brackets. */
-export function podAddress(ip: string, port: number): string {
-  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
-}

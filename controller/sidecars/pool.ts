@@ -5,7 +5,8 @@ import type { KubeWrites } from "../kube/api.js";
 import type { SidecarInfo } from "../plan/types.js";
 import type { ChannelSetup } from "./credentials.js";
 import { SidecarConnection } from "./connection.js";
-import { parseEndpoint, podAddress } from "./endpoint.js";
+import { hostPort } from "../../common/net/listen-host.js";
+import { parseEndpoint } from "./endpoint.js";
 
 export type ConnectionState = "serving" | "not_serving" | "unresolved";
 
@@ -28,7 +29,7 @@ export class SidecarPool {
     } else {
       const ip = await this.kube.podIP(ep.namespace, ep.pod, signal);
       if (!ip) throw new Error(`pod ${ep.namespace}/${ep.pod} has no IP yet`);
-      address = podAddress(ip, ep.port);
+      address = hostPort(ip, ep.port);
     }
     const current = this.conns.get(s.key);
     if (current && current.endpoint === s.endpoint && current.conn.address === address) return current.conn;

@@ -1,15 +1,14 @@
 // The one typed configuration object: parsed and validated once, defaults applied here only.
 // This is the only module that reads process.env (through the `env` argument of parseConfig).
 import { FlagError as ConfigError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
-import { bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
+import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 
 import type { LogFormat, LogLevel } from "../../common/log/logger.js";
 export type { LogFormat, LogLevel };
 /** Names a flag; main.ts exits 2 with its message. */
 export { ConfigError };
-
 /** Every address, IPv6 and IPv4 (a dual-stack socket); see server/listen-host.ts for IPv4-only nodes. */
-export const ANY_ADDRESS = "::";
+export { ANY_ADDRESS };
 
 export interface AuthzRule {
   verb: string;
@@ -120,7 +119,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     controllerIp: str("controller-ip", ANY_ADDRESS),
     stagingPath: str("stagingpath", "/var/lib/kubelet/plugins/kubernetes.io/csi/"),
     timeoutMs: duration(raw, "timeout", 180_000),
-    httpEndpoint: hostPort(raw, "http-endpoint", ANY_ADDRESS),
+    httpEndpoint: hostPort(raw, "http-endpoint"),
     kubeconfig: raw.get("kubeconfig") || undefined,
     inClusterApi: { host: env["KUBERNETES_SERVICE_HOST"], port: env["KUBERNETES_SERVICE_PORT"] },
     maxInflight,

@@ -5,6 +5,7 @@ import { startKubeApi, type KubeApi, type KubeApiOptions } from "../kube/index.j
 import { restartDriverStub, startDriverStub, type DriverStub, type StubState } from "../support/driver-stub.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
+import { TLS_CLIENT_OPTIONS, checkHealth, tlsCredentials, type TlsFiles } from "../sidecar/secure-sidecar.js";
 import { CSI_ADDONS_NODE_NAME, NAMESPACE, daemonSet, namespace, node, pod, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
 
 export const CAN = "csiaddons.openshift.io/v1alpha1";
@@ -22,6 +23,8 @@ export interface StackOptions {
   kube?: Omit<KubeApiOptions, "seed" | "crdFiles">;
   /** Claims bound to PVs: PV name → claim name (namespace csi). */
   claims?: Record<string, string>;
+  /** The sidecar serves TLS with these files (auth on through sidecarArgs); health is checked over TLS. */
+  tls?: TlsFiles;
   /** Seed objects added to the standard ones. */
   extra?: unknown[];
 }
@@ -80,7 +83,13 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     pvs,
     async startSidecar() {
       stack.sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath, args: o.sidecarArgs });
-      await waitHealth(stack.sidecar, "SERVING", 30_000);
+      const sc = stack.sidecar;
+      if (o.tls) {
+        const tls = o.tls;
+        await waitFor("the sidecar SERVING over TLS", async () => (await checkHealth(sc.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS)) === "SERVING", { timeoutMs: 30_000 });
+      } else {
+        await waitHealth(sc, "SERVING", 30_000);
+      }
       return stack.sidecar;
     },
     async crashDriver() {

@@ -30,14 +30,15 @@ interface RoleObject extends K8sObject {
   rules?: (Rule & { nonResourceURLs?: string[] })[];
 }
 
-export function loadRbacRules(manifests: Manifest[] = loadManifests()): RbacRules {
-  const account = findOne(manifests, "ServiceAccount", sidecarServiceAccount);
+/** The rules bound to `serviceAccount` (default: the sidecar's). */
+export function loadRbacRules(manifests: Manifest[] = loadManifests(), serviceAccount = sidecarServiceAccount): RbacRules {
+  const account = findOne(manifests, "ServiceAccount", serviceAccount);
   const result: RbacRules = { namespaced: [], cluster: [] };
   for (const { doc } of manifests) {
     if (doc.kind !== "RoleBinding" && doc.kind !== "ClusterRoleBinding") continue;
     const binding = doc as Binding;
     const bindsSidecar = (binding.subjects ?? []).some(
-      (s) => s.kind === "ServiceAccount" && s.name === sidecarServiceAccount && s.namespace === account.metadata.namespace,
+      (s) => s.kind === "ServiceAccount" && s.name === serviceAccount && s.namespace === account.metadata.namespace,
     );
     if (!bindsSidecar) continue;
     const role = findOne(manifests, binding.roleRef.kind, binding.roleRef.name) as RoleObject;

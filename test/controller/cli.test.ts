@@ -1,0 +1,102 @@
+// The command line: flags in the sidecar's style (--help, --version, exit 2 naming a bad flag)
+// and the one-shot `heal` subcommand with its progress lines and summary table.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { startTs } from "../support/proc.js";
+import { ConfigError, parseConfig } from "../../controller/config/config.js";
+import { handleOf, startStack, type Stack } from "./stack.js";
+
+async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const p = startTs("controller/main.ts", args, { env });
+  const code = await p.exited;
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+describe("flags", () => {
+  test("--help lists the flags; --version; a bad flag exits 2 with one line naming it (real process)", async () => {
+    const help = await runCli(["--help"]);
+    assert.equal(help.code, 0);
+    for (const flag of ["--check-interval", "--sidecar-ca-file", "--token-file", "--leader-elect", "--per-node-concurrency", "heal --node"]) assert.ok(help.stdout.includes(flag), flag);
+    const v = await runCli(["--version"]);
+    assert.equal(v.code, 0);
+    assert.match(v.stdout, /^csi-addons-healer-controller \d+\.\d+\.\d+\n$/);
+    const bad = await runCli(["--sidecar-tls=false"], { CHECK_INTERVAL: "soon" });
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr, 'csi-addons-healer-controller: invalid configuration: --check-interval must be a duration like 30s or 3m, got "soon"\n');
+  });
+
+  test("each bad value names its flag", () => {
+    for (const [args, flag] of [
+      [["--bogus"], "--bogus"],
+      [["--sidecar-tls=false", "--check-interval=soon"], "--check-interval"],
+      [["--sidecar-tls=false", "--per-node-concurrency=0"], "--per-node-concurrency"],
+      [["--sidecar-tls=true"], "--sidecar-ca-file"],
+      [["--sidecar-tls=false", "--leader-election-lease-duration=1s"], "renew-deadline"],
+      [["heal", "--sidecar-tls=false"], "--node"],
+      [["heal", "--node=n", "--mode=sometimes", "--sidecar-tls=false"], "--mode"],
+    ] as const) {
+      assert.throws(() => parseConfig([...args], {}), (e: Error) => e instanceof ConfigError && e.message.includes(flag), args.join(" "));
+    }
+  });
+
+  test("defaults, and flags win over environment variables", () => {
+    const r = parseConfig(["--sidecar-ca-file=/ca.crt"], { KUBERNETES_SERVICE_HOST: "10.0.0.1" });
+    assert.equal(r.kind, "run");
+    const c = (r as Extract<typeof r, { kind: "run" }>).config;
+    assert.equal(c.checkIntervalMs, 300_000);
+    assert.equal(c.perNodeConcurrency, 8);
+    assert.equal(c.maxConcurrentHeals, 64);
+    assert.deepEqual([c.backoffInitialMs, c.backoffMaxMs], [500, 30_000]);
+    assert.equal(c.leader.enabled, true, "on by default in a cluster");
+    assert.deepEqual([c.leader.leaseDurationMs, c.leader.renewDeadlineMs, c.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
+    assert.deepEqual(c.sidecarTls, { enabled: true, caFile: "/ca.crt", serverName: undefined, insecureSkipVerify: false });
+    const w = parseConfig(["--sidecar-tls=false", "--check-interval=1m", "--kubeconfig=/k"], { CHECK_INTERVAL: "bogus" }) as Extract<ReturnType<typeof parseConfig>, { kind: "run" }>;
+    assert.equal(w.config.checkIntervalMs, 60_000);
+    assert.equal(w.config.leader.enabled, false, "off with a kubeconfig (local use)");
+  });
+});
+
+describe("heal subcommand", () => {
+  let stack: Stack;
+  before(async () => {
+    stack = await startStack({ volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "ABNORMAL", heal: "NOT_HEALABLE" } } });
+    await stack.startSidecar();
+  });
+  after(() => stack?.stop());
+
+  const heal = (...args: string[]) => runCli(["heal", `--kubeconfig=${stack.kube.kubeconfigPath}`, "--sidecar-tls=false", ...args]);
+
+  test("one IF_ABNORMAL pass over the node: progress, a summary table, exit 1 when a volume is not healed", async () => {
+    const r = await heal("--node=node-1");
+    assert.equal(r.code, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /\[3\/3\] pv-\w: /);
+    const rows = r.stdout.split("\n").filter((l) => l.startsWith("pv-"));
+    assert.deepEqual(rows.map((l) => l.split(/\s+/)), [
+      ["pv-a", "stub.csi.example.com", handleOf("pv-a"), "HEALED"],
+      ["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"],
+      ["pv-c", "stub.csi.example.com", handleOf("pv-c"), "NOT_HEALABLE"],
+    ]);
+    assert.match(r.stdout, /^PV\s+DRIVER\s+VOLUME HANDLE\s+RESULT$/m);
+    assert.match(r.stdout, /HEALED 1, NOT_NEEDED 1, NOT_HEALABLE 1 \(mode IF_ABNORMAL, node node-1\)/);
+    assert.equal(stack.heals("pv-b"), 0);
+    assert.equal(stack.annotation("healer.csiaddons.openshift.io/handledRestart"), undefined, "a manual pass writes no marker");
+  });
+
+  test("--pv and --mode always: exactly that volume, re-staged, exit 0", async () => {
+    const before = stack.heals("pv-b");
+    const r = await heal("--node=node-1", "--pv=pv-b", "--mode=always");
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.deepEqual(r.stdout.split("\n").filter((l) => l.startsWith("pv-")).map((l) => l.split(/\s+/)[0]), ["pv-b"]);
+    assert.equal(stack.heals("pv-b"), before + 1);
+    assert.equal(stack.heals("pv-a"), 1, "untouched");
+  });
+
+  test("an unknown node or a PV not on the node exits 1 with the reason", async () => {
+    const r = await heal("--node=node-9");
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /no CSIAddonsNode for node node-9/);
+    const p = await heal("--node=node-1", "--pv=pv-zzz");
+    assert.equal(p.code, 1);
+    assert.match(p.stdout, /PersistentVolume pv-zzz is not on node node-1/);
+  });
+});
