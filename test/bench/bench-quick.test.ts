@@ -25,7 +25,7 @@ test("bench --quick prints the restart-heal headline and the relay, burst, memor
   }
   assert.match(stdout, /^ +\.\.\. \/ floor +[\d.]+x +[\d.]+x$/m);
   assert.match(stdout, /^ +API requests per healed volume: controller +[\d.]+ +[\d.]+$/m);
-  assert.match(stdout, /^ +API requests per healed volume: sidecars +[\d.]+ +[\d.]+$/m);
+  assert.match(stdout, /^ +API requests per healed volume: sidecars \(PV, VA, \.\.\.\) +[\d.]+ +[\d.]+$/m);
   assert.match(stdout, /^ +(met|NOT met) +\d+ volumes, 1 node: drivers back -> last HEALED <= 1\.5x the floor: [\d.]+x$/m);
   assert.match(stdout, /^1\. Relay overhead: GetVolumeHealth/m);
   for (const c of [1, 64]) {
