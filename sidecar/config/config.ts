@@ -56,6 +56,8 @@ export interface Config {
   secretCacheTtlMs: number;
   /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
   nodeConfirmTimeoutMs: number;
+  /** Where a fatal exit writes its reason (the container's terminationMessagePath). */
+  terminationLog: string;
 }
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
@@ -88,6 +90,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
   { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
+  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file a fatal exit writes its reason to (default /dev/termination-log)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -136,6 +139,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
     nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
+    terminationLog: str("termination-log", "/dev/termination-log"),
   };
   if (enableAuth && !config.authAudience) {
     throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");

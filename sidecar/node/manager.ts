@@ -38,6 +38,8 @@ export class CSIAddonsNodeManager {
   private name: string | undefined;
   /** Where the watch resumes: our last write or the last event or bookmark seen, whichever came last. */
   private watchRv: string | undefined;
+  /** Wakes the watch loop once a resourceVersion to start from is known. */
+  private rvKnown: (() => void) | undefined;
   private placed = false;
   private dirty = false;
   private wake: (() => void) | undefined;
@@ -74,6 +76,12 @@ export class CSIAddonsNodeManager {
     this.stop.abort();
     this.presence.close();
     this.wake?.();
+    this.rvKnown?.();
+  }
+
+  private resumeWatchAt(rv: string | undefined): void {
+    this.watchRv = rv;
+    this.rvKnown?.();
   }
 
   private kick(): void {
@@ -163,7 +171,7 @@ export class CSIAddonsNodeManager {
       // this pod survived; the old uid would have the garbage collector delete it again.
       if (!fresh && (await this.resolveOwner()) && this.name !== name) return false;
       try {
-        this.watchRv = (await kube.createCSIAddonsNode(this.desired(undefined), this.signal())).metadata.resourceVersion;
+        this.resumeWatchAt((await kube.createCSIAddonsNode(this.desired(undefined), this.signal())).metadata.resourceVersion);
         this.opts.logger.info("created CSIAddonsNode", { name, namespace });
         this.setPlaced(true);
         return true;
@@ -178,7 +186,7 @@ export class CSIAddonsNodeManager {
       return false;
     }
     try {
-      this.watchRv = (await kube.replaceCSIAddonsNode(this.desired(existing), this.signal())).metadata.resourceVersion;
+      this.resumeWatchAt((await kube.replaceCSIAddonsNode(this.desired(existing), this.signal())).metadata.resourceVersion);
       this.opts.logger.info("updated CSIAddonsNode", { name, namespace });
       this.setPlaced(true);
       return true;
@@ -227,12 +235,18 @@ export class CSIAddonsNodeManager {
     };
   }
 
-  /** Watches our object by name; any deletion (or pending deletion) triggers a reconcile. */
+  /**
+   * Watches our object by name; any deletion (or pending deletion) triggers a reconcile. A watch
+   * starts only from the resourceVersion of our own last write (or last event): started "now"
+   * instead, it would miss a deletion that came between our write and its start, and the sidecar
+   * would believe in an object that is gone.
+   */
   private async watchLoop(): Promise<void> {
     const backoff = new Backoff(200, 5_000);
     while (!this.stop.signal.aborted) {
-      if (!this.name) {
-        await delay(100, this.stop.signal);
+      if (!this.name || !this.watchRv) {
+        await new Promise<void>((resolve) => (this.rvKnown = resolve));
+        this.rvKnown = undefined;
         continue;
       }
       this.watchStop = new AbortController();

@@ -1,6 +1,7 @@
 // What the demo and the bench share about the processes they start: the sidecar as a real process
 // (see logged-process.ts), and one place that stops everything that was started — in reverse
 // order, once, also on failure and on Ctrl-C.
+import { dirname, join } from "node:path";
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
@@ -40,6 +41,8 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
     "--http-endpoint=127.0.0.1:0",
     `--kubeconfig=${o.kubeconfig}`,
     "--enable-auth=false",
+    // Never the host's /dev/termination-log.
+    `--termination-log=${join(dirname(o.logFile), "termination-log")}`,
     ...(o.args ?? []),
   ];
 }

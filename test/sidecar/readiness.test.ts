@@ -132,6 +132,25 @@ describe("readiness: the CSIAddonsNode confirmed by the API within a bound", () 
   });
 });
 
+describe("the watch resumes from the sidecar's own write", () => {
+  test("a deletion right after the first create is not missed, even when the watch request arrives after it", async () => {
+    // The create is slow enough for a watch to be sent meanwhile, and the watch is processed
+    // only after the deletion below: a watch started "now" would never hear of it.
+    kube.faults.latency(1_000, { verb: "create", resource: "csiaddonsnodes" });
+    kube.faults.latency(2_000, { verb: "watch", resource: "csiaddonsnodes" });
+    const sidecar = await startPair();
+    const first = nodeObject()!;
+    kube.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+    kube.faults.clear();
+    const again = await waitFor("recreated", () => {
+      const o = nodeObject();
+      return o && o.metadata.uid !== first.metadata.uid ? o : undefined;
+    });
+    assert.ok(again);
+    await waitHealth(sidecar, "SERVING");
+  });
+});
+
 describe("the CSIAddonsNode follows its pod's controlling owner", () => {
   /** What an orphaning delete and a recreation of the DaemonSet leave: the pod adopted by a new uid. */
   async function recreateDaemonSet(): Promise<void> {
