@@ -30,7 +30,8 @@ fence, replication, volumegroup) on the addons socket, and csi.v1 Identity/Node 
                                "groups": {"<group id>": {"name": "", "volumeIds": [], "context": {}}}}
                               The stub writes heals, reclaims, rotations, fences, replication
                               changes and groups back to the file.
-  --call-log FILE             append one JSON line per RPC received (secret values replaced by "***")
+  --call-log FILE             append one JSON line per RPC received (secret values replaced by
+                              "sha256:" and 16 hex digits of their SHA-256)
   --help                      print this help and exit
   --version                   print the version and exit
 `;

@@ -4,16 +4,16 @@ import {
   EncryptionKeyRotationControllerService,
   type EncryptionKeyRotationControllerServer,
 } from "../proto/gen/encryptionkeyrotation/encryptionkeyrotation.js";
-import { REDACTED } from "./call-log.js";
+import { secretDigest } from "./call-log.js";
 import { admitAddon, type Driver } from "./driver.js";
 import { unary, type RpcEnv } from "./rpc.js";
 
 // encryption_key is a csi_secret field outside any `secrets` map, which the call log's redaction
-// does not know about: hide it before the log sees the request.
+// does not know about: log its digest, like every secret value, before the log sees the request.
 const loggedRequest = {
   toJSON: (m: EncryptionKeyRotateRequest) => ({
     ...(EncryptionKeyRotateRequest.toJSON(m) as object),
-    ...(m.encryptionKey !== "" && { encryptionKey: REDACTED }),
+    ...(m.encryptionKey !== "" && { encryptionKey: secretDigest(m.encryptionKey) }),
   }),
 };
 

@@ -25,10 +25,15 @@ interface RequestType<Req> {
 // same deadline fires, so a cancellation this close to the deadline is the deadline.
 const DEADLINE_SLACK_MS = 100;
 
-function cancelCode(call: ServerUnaryCall<unknown, unknown>): Status {
+/** The deadline grpc-js computed from the caller's grpc-timeout on receipt; null without one. */
+function deadlineOf(call: ServerUnaryCall<unknown, unknown>): number | null {
   const deadline = call.getDeadline();
   const ms = deadline instanceof Date ? deadline.getTime() : Number(deadline);
-  return Number.isFinite(ms) && Date.now() >= ms - DEADLINE_SLACK_MS ? Status.DEADLINE_EXCEEDED : Status.CANCELLED;
+  return Number.isFinite(ms) ? ms : null;
+}
+
+function cancelCode(deadline: number | null): Status {
+  return deadline !== null && Date.now() >= deadline - DEADLINE_SLACK_MS ? Status.DEADLINE_EXCEEDED : Status.CANCELLED;
 }
 
 function describe(method: string, request: unknown): string {
@@ -45,22 +50,24 @@ export function unary<Req, Res>(
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     const t0 = preciseNow();
     const time = new Date(t0).toISOString();
+    const deadline = deadlineOf(call);
     const what = describe(method.path, call.request);
     env.say(`recv ${what}`);
     const aborter = new AbortController();
     let answered = false;
     // Logs the outcome unless the call already has one; returns whether this is the outcome.
-    const settle = (code: Status): boolean => {
+    const settle = (code: Status, cancelled: number | null = null): boolean => {
       if (answered) return false;
       answered = true;
       const request = redactSecrets(requestType.toJSON(call.request));
-      env.log.write({ time, server: env.server, method: method.path, request, t0, t1: preciseNow(), code: statusName(code) });
+      const t1 = cancelled ?? preciseNow();
+      env.log.write({ time, server: env.server, method: method.path, request, t0, t1, deadline, cancelled, code: statusName(code) });
       return true;
     };
     // grpc-js also emits "cancelled" after a normal answer when the stream closes; settle() ignores it.
     call.on("cancelled", () => {
-      const code = cancelCode(call);
-      if (!settle(code)) return;
+      const code = cancelCode(deadline);
+      if (!settle(code, preciseNow())) return;
       env.say(`gone ${what} ${statusName(code)}`);
       aborter.abort();
     });

@@ -1,7 +1,7 @@
 // Entry point: the only place that reads process.env/argv (through parseConfig), handles signals
 // and decides exit codes.
 import * as grpc from "@grpc/grpc-js";
-import { exitWhenDone, fatal, untilSignal } from "../common/process/entry.js";
+import { exitWhenDone, fatal, setTerminationLog, untilSignal } from "../common/process/entry.js";
 import { ConfigError, parseConfig } from "./config/config.js";
 import { createKubeApi } from "./kube/client.js";
 import { KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "./kube/transport.js";
@@ -30,6 +30,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = parsed.config;
+  setTerminationLog(config.terminationLog);
   const logger = createLogger(config.logLevel, config.logFormat);
   setLogger(logger);
   // grpc-js writes to stderr by default; its errors belong in our JSON stream.

@@ -2,7 +2,13 @@
 // reason to the log and /dev/termination-log, and exit once the logger has flushed.
 import { writeFileSync } from "node:fs";
 
-const TERMINATION_LOG = "/dev/termination-log";
+// The container's terminationMessagePath by default; an entry point may point it elsewhere
+// (the sidecar's --termination-log) once its configuration is parsed.
+let terminationLog = "/dev/termination-log";
+
+export function setTerminationLog(path: string): void {
+  terminationLog = path;
+}
 
 interface ErrorLog {
   error(message: string): unknown;
@@ -25,7 +31,7 @@ export function untilSignal(logger: ErrorLog): Promise<void> {
 export function fatal(logger: ErrorLog, reason: string): number {
   logger.error(reason);
   try {
-    writeFileSync(TERMINATION_LOG, `${reason}\n`);
+    writeFileSync(terminationLog, `${reason}\n`);
   } catch {
     // Not in a container (or not writable): the log line above is all we can do.
   }

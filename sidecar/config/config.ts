@@ -67,6 +67,8 @@ export interface Config {
   secretCacheTtlMs: number;
   /** Ready only while the API confirmed the CSIAddonsNode within this long (re-read every third of it). */
   nodeConfirmTimeoutMs: number;
+  /** Where a fatal exit writes its reason (the container's terminationMessagePath). */
+  terminationLog: string;
 }
 
 export interface LeaderElectionConfig {
@@ -113,6 +115,7 @@ const FLAGS: readonly FlagSpec[] = [
   ...MAPPED_FLAGS,
   ...IGNORED_FLAGS.map(({ why: _why, ...spec }) => spec),
   { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
+  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file a fatal exit writes its reason to (default /dev/termination-log)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -166,6 +169,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
     nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
+    terminationLog: str("termination-log", "/dev/termination-log"),
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";

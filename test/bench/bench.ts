@@ -4,8 +4,10 @@
 //   2. heal-all burst: every volume of a node healed at once through --max-inflight 32
 //   3. the sidecar's memory (idle, peak in the burst) and its start-up time
 //   4. sustained overload: callers looping on slow heals, under deploy/'s memory settings
-// The sidecar runs compiled (node dist/sidecar/main.js), as in the image; the driver-stub and the
-// in-memory Kubernetes API run as processes of their own. Not part of `npm test` (only --quick is,
+//   headline (restart.ts, run first): time to heal after a node-plugin restart through the healer
+//      controller — 500 volumes on one node, and 20 nodes x 50 volumes — against the floor
+// The programs run compiled (node dist/...), as in the image; the driver-stub and the in-memory
+// Kubernetes API run as processes of their own. Not part of `npm test` (only --quick is,
 // as a smoke test that asserts nothing about speed).
 import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -18,12 +20,14 @@ import { repoRoot, tempDir } from "../support/proc.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
-import { COMPILED_SIDECAR, ensureCompiledSidecar } from "./build.js";
+import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureCompiled } from "./build.js";
 import { startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
 import { readMemory, sampleMemory } from "./memory.js";
 import { overloadEnv, sustainedOverload } from "./overload.js";
 import { renderTables, type Results, type Startup } from "./report.js";
+import type { RestartResults } from "./report-restart.js";
+import { restartHeal } from "./restart.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
 const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE]
@@ -31,8 +35,24 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE]
   --out FILE  where to write the JSON results (default bench/results.json, with --quick bench/results-quick.json)
 `;
 
-const FULL = { volumes: 1000, burst: 1000, calls: { 1: 2_000, 64: 20_000 }, warmup: 200, overload: { callers: 1000, seconds: 30, healDelayMs: 1000 } };
-const QUICK = { volumes: 64, burst: 64, calls: { 1: 30, 64: 128 }, warmup: 10, overload: { callers: 64, seconds: 3, healDelayMs: 200 } };
+const FULL = {
+  volumes: 1000,
+  burst: 1000,
+  calls: { 1: 2_000, 64: 20_000 },
+  warmup: 200,
+  overload: { callers: 1000, seconds: 30, healDelayMs: 1000 },
+  restart: { oneNode: { nodes: 1, volumesPerNode: 500 }, fleet: { nodes: 20, volumesPerNode: 50 } },
+};
+const QUICK: Size = {
+  volumes: 64,
+  burst: 64,
+  calls: { 1: 30, 64: 128 },
+  warmup: 10,
+  overload: { callers: 64, seconds: 3, healDelayMs: 200 },
+  restart: { oneNode: { nodes: 1, volumesPerNode: 40 }, fleet: { nodes: 3, volumesPerNode: 10 } },
+};
+/** The healer controller's own defaults, kept by the floor too. */
+const CONTROLLER_BOUNDS = { perNodeConcurrency: 8, maxConcurrentHeals: 64 };
 const CONCURRENCY = [1, 64] as const;
 const HEAL_DELAY_MS = 5;
 const MAX_INFLIGHT = 32;
@@ -95,6 +115,18 @@ interface Stack {
 }
 
 type Size = typeof FULL;
+
+/** The headline: both restart cases, one after the other, each in a directory of its own. */
+async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
+  const run = async (key: keyof RestartResults, title: string) => {
+    const caseDir = join(dir, key);
+    mkdirSync(caseDir);
+    const fleet = size.restart[key];
+    progress(`headline ${key === "oneNode" ? "1" : "2"}/2: ${title}: ${fleet.nodes} node(s) x ${fleet.volumesPerNode} volumes, heal delay ${HEAL_DELAY_MS} ms`);
+    return restartHeal({ title, fleet, healDelayMs: HEAL_DELAY_MS, ...CONTROLLER_BOUNDS }, { dir: caseDir, cleanup, progress });
+  };
+  return { oneNode: await run("oneNode", "one node"), fleet: await run("fleet", "a fleet of nodes") };
+}
 
 /**
  * 1. Relay overhead. Every caller asks about its own volume, so the sidecar's single flight never
@@ -196,15 +228,17 @@ async function overload(stack: Stack, size: Size): Promise<Results["overload"]> 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const size = opts.quick ? QUICK : FULL;
+  const loadAtStart = loadavg()[0]!;
   cleanup.onSignal(progress);
-  const build = ensureCompiledSidecar(progress);
+  const build = ensureCompiled(progress, [COMPILED_SIDECAR, COMPILED_DRIVER_STUB, COMPILED_CONTROLLER]);
   progress(build);
   const dir = tempDir("csi-healer-bench-");
   let ok = false;
   cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
+  const restart = await restartHeals(dir, size);
 
   progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
-  const kube = await startKubeChild(size.volumes);
+  const kube = await startKubeChild({ seed: { volumes: size.volumes } });
   cleanup.add("in-memory Kubernetes API", () => kube.stop());
   const stub = await startDriverStub({ dir });
   cleanup.add("driver-stub", () => stub.stop());
@@ -228,6 +262,7 @@ async function main(): Promise<number> {
       cpus: cpus().length,
       totalMemoryBytes: totalmem(),
       loadAverage1m: loadavg()[0]!,
+      loadAverage1mAtStart: loadAtStart,
     },
     git: gitDescribe(),
     sidecar: { entry: COMPILED_SIDECAR, build },
@@ -236,6 +271,7 @@ async function main(): Promise<number> {
     memory: burst.memory,
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup },
     overload: overloaded,
+    restartHeal: restart,
   };
   ok = true;
   process.stdout.write(renderTables(results) + "\n");

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
+import { secretDigest } from "../../driver-stub/call-log.js";
 import { waitFor } from "../support/wait.js";
 import { grpcError, STAGING_PATH, status, withStub } from "./fixture.js";
 
@@ -15,7 +16,7 @@ const mount = {
 describe("driver-stub call log", () => {
   const fx = withStub();
 
-  it("one line per call, written at the answer: receipt and answer times, method, request as proto JSON, status", async () => {
+  it("one line per call, written at the answer: receipt and answer times, deadline, method, request as proto JSON, status", async () => {
     fx.stub.setState({ volumes: { "vol-1": { state: "ABNORMAL", delayMs: 200 } } });
     const logged = fx.stub.calls().length;
     const before = Date.now();
@@ -32,7 +33,7 @@ describe("driver-stub call log", () => {
     const entries = fx.stub.calls().slice(logged);
     assert.equal(entries.length, 1);
     const e = entries[0]!;
-    assert.deepEqual(Object.keys(e), ["time", "server", "method", "request", "t0", "t1", "code"]);
+    assert.deepEqual(Object.keys(e), ["time", "server", "method", "request", "t0", "t1", "deadline", "cancelled", "code"]);
     assert.equal(e.server, "addons");
     assert.equal(e.method, "/healer.v1.VolumeHealerNode/NodeHealVolume");
     assert.equal(e.code, "OK");
@@ -41,10 +42,13 @@ describe("driver-stub call log", () => {
       stagingTargetPath: STAGING_PATH,
       volumePath: "/pods/p/volumes/v",
       volumeCapability: { mount: { fsType: "ext4", mountFlags: ["noatime"] }, accessMode: { mode: "SINGLE_NODE_MULTI_WRITER" } },
-      secrets: { userKey: "***" },
+      secrets: { userKey: secretDigest(SECRET) },
       volumeContext: { pool: "rbd" },
       publishContext: { devicePath: "/dev/nbd0" },
     });
+    assert.equal(e.cancelled, null, "answered, not cancelled");
+    // The client's deadline was 10 s from `before` (clients.ts); the stub saw it through grpc-timeout.
+    assert.ok(e.deadline !== null && Math.abs(e.deadline - (before + 10_000)) < 1_000, `deadline ${e.deadline} ≈ ${before + 10_000}`);
     assert.match(e.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     assert.equal(Date.parse(e.time), Math.floor(e.t0), "time is the receipt time");
     // 5 ms: the stub's performance clock and this process's Date.now() agree only to about a millisecond.
@@ -61,9 +65,24 @@ describe("driver-stub call log", () => {
       fx.stub.proc.stdout().slice(seen).includes("recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth vol-2\n"),
     );
     assert.equal(fx.stub.calls().length, logged, "no log line before the answer");
+    const cancelledAt = Date.now();
     pending.call.cancel();
     await assert.rejects(pending.response, grpcError(status.CANCELLED));
     await waitFor("the log line of the cancelled call", () => fx.stub.calls().length === logged + 1);
+    const [e] = fx.stub.calls().slice(logged);
+    assert.equal(e!.code, "CANCELLED");
+    assert.ok(e!.cancelled !== null && e!.cancelled >= cancelledAt - 5, `cancellation recorded at ${e!.cancelled}, after ${cancelledAt}`);
+    assert.ok(e!.cancelled < e!.deadline!, "cancelled well before its deadline");
+  });
+
+  it("a call whose deadline passes in the driver is logged DEADLINE_EXCEEDED at that deadline", async () => {
+    fx.stub.setState({ volumes: { "vol-d": { delayMs: 60_000 } } });
+    const logged = fx.stub.calls().length;
+    await assert.rejects(fx.c.health({ volumeId: "vol-d" }, 300), grpcError(status.DEADLINE_EXCEEDED));
+    const e = await waitFor("the log line", () => fx.stub.calls().slice(logged)[0]);
+    assert.equal(e.code, "DEADLINE_EXCEEDED");
+    assert.ok(e.deadline !== null && e.deadline - e.t0 <= 300 && e.deadline - e.t0 > 150, `deadline ${e.deadline! - e.t0} ms after receipt`);
+    assert.ok(e.cancelled !== null && Math.abs(e.cancelled - e.deadline) < 200, `ended ${e.cancelled! - e.deadline} ms from its deadline`);
   });
 
   it("logs every failure with its gRPC status name", async () => {
@@ -110,13 +129,15 @@ describe("driver-stub call log", () => {
         "addons /identity.Identity/Probe OK",
       ],
     );
-    assert.deepEqual((entries[3]!.request as { secrets: unknown }).secrets, { adminId: "***", adminKey: "***" });
+    assert.deepEqual((entries[3]!.request as { secrets: unknown }).secrets, { adminId: secretDigest("admin"), adminKey: secretDigest(SECRET) });
     assert.deepEqual(fx.stub.csiCalls().slice(-8), entries.slice(0, 8));
   });
 
   it("never writes a secret value to the call log, stdout or stderr", async () => {
-    // Runs after the tests above sent SECRET in NodeHealVolume and NodeStageVolume.
-    assert.ok(fx.stub.calls({ method: "NodeHealVolume" }).some((e) => JSON.stringify(e).includes('"userKey":"***"')));
+    fx.stub.setState({ volumes: { "vol-s": { state: "ABNORMAL" } } });
+    await fx.c.heal({ volumeId: "vol-s", stagingTargetPath: STAGING_PATH, secrets: { userKey: SECRET } });
+    await fx.c.stage({ volumeId: "vol-s2", stagingTargetPath: STAGING_PATH, volumeCapability: mount, secrets: { adminKey: SECRET } });
+    assert.ok(fx.stub.calls({ method: "NodeHealVolume" }).some((e) => JSON.stringify(e).includes(`"userKey":"${secretDigest(SECRET)}"`)));
     assert.ok(!readFileSync(fx.stub.callLogFile, "utf8").includes(SECRET), "call log");
     assert.ok(!fx.stub.proc.stdout().includes(SECRET), "stdout");
     assert.ok(!fx.stub.proc.stderr().includes(SECRET), "stderr");

@@ -2,7 +2,7 @@
 // cancellable delay (a dead call must leave no timer behind).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { redactSecrets } from "../../driver-stub/call-log.js";
+import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { CallGoneError, delay } from "../../driver-stub/delay.js";
 import { VolumeLocks } from "../../driver-stub/locks.js";
 import { parseState, resolveState, StateFormatError, withVolumeHealed } from "../../driver-stub/state.js";
@@ -75,10 +75,11 @@ describe("driver-stub state file", () => {
 });
 
 describe("driver-stub secrets and locks", () => {
-  it("replaces every secret value with *** and keeps the keys", () => {
+  it("replaces every secret value with a short digest of it and keeps the keys", () => {
+    assert.equal(secretDigest("x"), "sha256:2d711642b726b044"); // sha256("x") = 2d711642b726b044…
     assert.deepEqual(redactSecrets({ volumeId: "v", secrets: { a: "x", b: "y" }, volumeContext: { secrets: "not a map" } }), {
       volumeId: "v",
-      secrets: { a: "***", b: "***" },
+      secrets: { a: "sha256:2d711642b726b044", b: secretDigest("y") },
       volumeContext: { secrets: "not a map" },
     });
   });

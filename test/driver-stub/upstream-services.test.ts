@@ -14,7 +14,7 @@ import {
   Capability_VolumeReplication_Type as Replication,
 } from "../../proto/gen/identity/identity.js";
 import { GetVolumeReplicationInfoResponse_Status as ReplicationStatus } from "../../proto/gen/replication/replication.js";
-import { redactSecrets } from "../../driver-stub/call-log.js";
+import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { parseState, StateFormatError } from "../../driver-stub/state.js";
 import { addonsClients } from "./addons-clients.js";
 import { grpcError, STAGING_PATH, status, withStub } from "./fixture.js";
@@ -129,7 +129,7 @@ describe("driver-stub csi-addons spec services", () => {
     assert.ok(!log.includes("new-key-material") && !log.includes(SECRETS.userKey), log);
     assert.deepEqual(fx.stub.calls({ method: "EncryptionKeyRotate" }).at(-2)!.request, {
       volumeId: "v",
-      encryptionKey: "***",
+      encryptionKey: secretDigest("new-key-material"),
       parameters: { kms: "vault" },
       secrets: LOGGED_SECRETS,
     });

@@ -10,6 +10,7 @@ import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidec
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { pv, volumeAttachment } from "../support/fixtures.js";
+import { peakOverlap } from "../support/intervals.js";
 import { HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
 
 const PVS = 50;
@@ -19,19 +20,6 @@ const MAX_INFLIGHT = 8;
 let kube: KubeApi;
 let stub: DriverStub;
 let sidecar: SidecarProc;
-
-/** Peak number of overlapping [t0, t1] intervals. */
-export function peakOverlap(intervals: { t0: number; t1: number }[]): number {
-  const events = intervals.flatMap((i) => [
-    { t: i.t0, d: 1 },
-    { t: i.t1, d: -1 },
-  ]);
-  events.sort((a, b) => a.t - b.t || a.d - b.d);
-  let cur = 0;
-  let peak = 0;
-  for (const e of events) peak = Math.max(peak, (cur += e.d));
-  return peak;
-}
 
 before(async () => {
   const seed: unknown[] = [];

@@ -47,6 +47,62 @@ test("AUTH-POLICY defaults: our audience and the API server's; a dedicated verb;
   assert.deepEqual(cfg(base, { AUTH_AUDIENCE: "only-ours" }).authAudiences, ["only-ours"]);
 });
 
+test("the other documented defaults (README's flag table)", () => {
+  const c = cfg(base);
+  assert.equal(c.maxInflight, 16);
+  assert.equal(c.maxQueue, 64, "4 x max-inflight");
+  assert.equal(c.controllerIp, "::", "every IPv6 and IPv4 address");
+  assert.equal(c.logLevel, "info");
+  assert.equal(c.podUid, "", "read from the Pod");
+  assert.equal(c.kubeconfig, undefined, "in-cluster");
+  assert.equal(c.authCacheTtlMs, 30_000);
+  assert.equal(c.shutdownGraceMs, 25_000);
+  assert.equal(c.secretCacheTtlMs, 10_000);
+  assert.equal(c.terminationLog, "/dev/termination-log");
+  assert.equal(c.tlsCertFile, undefined);
+  assert.equal(cfg(["--node-id=n1", "--pod=p", "--namespace=ns", "--auth-audience=a"]).enableAuth, true, "auth on by default");
+});
+
+test("every flag's environment variable form", () => {
+  const env: NodeJS.ProcessEnv = {
+    CSI_ADDONS_ENDPOINT: "unix:///e/a.sock",
+    NODE_ID: "en",
+    POD_NAME: "ep",
+    POD_NAMESPACE: "ens",
+    POD_UID: "eu",
+    CONTROLLER_PORT: "9999",
+    CONTROLLER_IP: "127.0.0.9",
+    STAGING_PATH: "/e/staging/",
+    TIMEOUT: "7s",
+    HTTP_ENDPOINT: "127.0.0.1:9808",
+    KUBECONFIG: "/e/kubeconfig",
+    MAX_INFLIGHT: "3",
+    MAX_QUEUE: "5",
+    LOG_LEVEL: "debug",
+    LOG_FORMAT: "text",
+    ENABLE_AUTH: "true",
+    AUTH_AUDIENCE: "e-aud",
+    AUTH_VERB: "e-verb",
+    AUTH_GROUP: "e.group",
+    AUTH_RESOURCE: "e-res",
+    AUTH_CACHE_TTL: "4s",
+    TLS_CERT_FILE: "/e/tls.crt",
+    TLS_KEY_FILE: "/e/tls.key",
+    SHUTDOWN_GRACE: "6s",
+    SECRET_CACHE_TTL: "2s",
+    TERMINATION_LOG: "/e/termination-log",
+  };
+  const c = cfg([], env);
+  assert.deepEqual(
+    [c.csiAddonsSocket, c.nodeId, c.pod, c.namespace, c.podUid, c.controllerPort, c.controllerIp, c.stagingPath, c.timeoutMs, c.httpEndpoint, c.kubeconfig],
+    ["/e/a.sock", "en", "ep", "ens", "eu", 9999, "127.0.0.9", "/e/staging/", 7_000, { host: "127.0.0.1", port: 9808 }, "/e/kubeconfig"],
+  );
+  assert.deepEqual([c.maxInflight, c.maxQueue, c.logLevel, c.logFormat, c.enableAuth], [3, 5, "debug", "text", true]);
+  assert.match(String(c.authAudience), /\be-aud\b/);
+  assert.deepEqual(c.authz, { verb: "e-verb", group: "e.group", resource: "e-res" });
+  assert.deepEqual([c.authCacheTtlMs, c.tlsCertFile, c.tlsKeyFile, c.shutdownGraceMs, c.secretCacheTtlMs, c.terminationLog], [4_000, "/e/tls.crt", "/e/tls.key", 6_000, 2_000, "/e/termination-log"]);
+});
+
 test("Go flag syntax: --x=v, --x v, -x v, bare booleans; flags win over env", () => {
   const c = cfg(["--node-id", "n2", "-pod", "p", "--namespace=ns", "--enable-auth=false", "--timeout=1m30s", "--http-endpoint", ":9808"], {
     NODE_ID: "from-env",
@@ -106,31 +162,32 @@ test("--version and --help exit 0", async () => {
   assert.match(h.stdout(), /--csi-addons-address/);
 });
 
-test("a fatal start-up error (controller port in use) exits 1 with the reason in the log and /dev/termination-log", async () => {
+test("a fatal start-up error (controller port in use) exits 1 with the reason in the log and --termination-log", async () => {
   const { createServer } = await import("node:net");
-  const { writeFileSync, existsSync, readFileSync, rmSync } = await import("node:fs");
-  // Only when we may create it (root, not in a container that already has one), and we remove it after.
-  const TERMINATION_LOG = "/dev/termination-log";
-  const checkTerminationLog = !existsSync(TERMINATION_LOG) && process.getuid?.() === 0;
+  const { writeFileSync, readFileSync } = await import("node:fs");
   const { join } = await import("node:path");
   const { tempDir } = await import("../support/proc.js");
+  const dir = tempDir();
+  // Never the host's /dev/termination-log.
+  const terminationLog = join(dir, "termination-log");
   const blocker = createServer();
   await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
   const port = (blocker.address() as { port: number }).port;
-  const kubeconfig = join(tempDir(), "kubeconfig");
+  const kubeconfig = join(dir, "kubeconfig");
   writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n");
   try {
-    const p = startTs("sidecar/main.ts", [...base, "--controller-ip=127.0.0.1", `--controller-port=${port}`, `--kubeconfig=${kubeconfig}`, "--csi-addons-address=unix:///nonexistent/addons.sock"]);
+    const p = startTs("sidecar/main.ts", [...base, "--controller-ip=127.0.0.1", `--controller-port=${port}`, `--kubeconfig=${kubeconfig}`, "--csi-addons-address=unix:///nonexistent/addons.sock"], {
+      env: { TERMINATION_LOG: terminationLog },
+    });
     assert.equal(await p.exited, 1);
     const lines = p.stdout().trim().split("\n").map((l) => JSON.parse(l) as { level: string; message: string });
     const fatal = lines.find((l) => l.message.startsWith("fatal:"));
     assert.ok(fatal, p.stdout());
     assert.equal(fatal.level, "error");
     assert.match(fatal.message, /EADDRINUSE/);
-    if (checkTerminationLog) assert.equal(readFileSync(TERMINATION_LOG, "utf8"), `${fatal.message}\n`);
+    assert.equal(readFileSync(terminationLog, "utf8"), `${fatal.message}\n`);
   } finally {
     blocker.close();
-    if (checkTerminationLog) rmSync(TERMINATION_LOG, { force: true });
   }
 });
 

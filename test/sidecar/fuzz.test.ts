@@ -594,16 +594,16 @@ describe("hostile input: the sidecar never crashes, answers each request with th
   });
 
   test("afterwards: both sidecars alive and relaying, nothing reached the driver, logs are JSON lines without a token", async () => {
-    const sum = [...totals.values()].reduce((a, b) => a + b, 0);
-    assert.ok(sum >= 4_000, `thousands of hostile inputs (${sum})`);
+    // Runs alone too (by name): the hostile tests count their own inputs; this checks what they left.
     for (const t of [off, on]) await assertAlive(t);
     assert.equal(allDriverCalls(), driverCallsBefore, "no hostile request reached the driver (call log unchanged)");
     assert.deepEqual(stub.csiCalls(), [], "zero calls on the CSI socket");
+    const controlCalls = healerDriverCalls();
     for (const t of [off, on]) {
       const r = await rawUnary(client(t), METHODS.health, encodeHealth(REAL_PV), t.allowed);
       assert.equal(r.code, grpc.status.OK, `${t.name} still relays an allowed call: ${r.details}`);
     }
-    await waitFor("the two control calls in the call log", () => healerDriverCalls() === 4);
+    await waitFor("the two control calls in the call log", () => healerDriverCalls() === controlCalls + 2);
     for (const t of [off, on]) {
       const lines = t.sidecar.logLines(); // throws on a line that is not JSON
       // Hostile input is expected traffic: no error line (an error would be an unexpected code path).

@@ -128,6 +128,23 @@ describe("sidecar lifecycle", () => {
     assert.ok(!sidecar.logLines().some((l) => l.message === "cannot put CSIAddonsNode in place; retrying"));
   });
 
+  test("created by someone else between our read and our create (409 AlreadyExists): read again and updated, then SERVING", async () => {
+    kube.counters.reset();
+    // Hold the sidecar's create long enough to create the object under it, with exactly its spec.
+    kube.faults.latency(1500, { verb: "create", resource: "csiaddonsnodes" });
+    const { sidecar } = await startPair();
+    await waitFor("the sidecar's create to arrive", () => kube.counters.get("create", "csiaddonsnodes") >= 1);
+    await kube.create({
+      apiVersion: CAN,
+      kind: "CSIAddonsNode",
+      metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE },
+      spec: { driver: { name: DRIVER, endpoint: `pod://${POD}.${NAMESPACE}:${sidecar.port}`, nodeID: NODE } },
+    });
+    await waitHealth(sidecar, "SERVING", 30_000);
+    kube.faults.clear();
+    assert.ok(getNodeObject()!.metadata.annotations?.["sidecar.csiaddons.openshift.io/createdByPodUID"], "our update reached the object");
+  });
+
   test("a deleted CSIAddonsNode is recreated within seconds", async () => {
     const { sidecar } = await startPair();
     await waitHealth(sidecar, "SERVING");
@@ -159,6 +176,22 @@ describe("sidecar lifecycle", () => {
     await waitHealth(sidecar, "SERVING");
   });
 
+  test("drift: someone else changing spec.driver.endpoint is put back", async () => {
+    const { sidecar } = await startPair();
+    await waitHealth(sidecar, "SERVING");
+    const ours = `pod://${POD}.${NAMESPACE}:${sidecar.port}`;
+    const cur = getNodeObject()!;
+    assert.equal(cur.spec.driver.endpoint, ours);
+    kube.update({ ...cur, spec: { driver: { ...cur.spec.driver, endpoint: "pod://someone-else.csi:9999" } } });
+    const back = await waitFor("the endpoint put back", () => {
+      const o = getNodeObject();
+      return o?.spec.driver.endpoint === ours ? o : undefined;
+    }, { timeoutMs: 10_000 });
+    assert.equal(back.metadata.uid, cur.metadata.uid, "updated in place, not recreated");
+    assert.deepEqual(back.spec.driver, { name: DRIVER, endpoint: ours, nodeID: NODE });
+    await waitHealth(sidecar, "SERVING");
+  });
+
   test("immutable fields that differ (422) make the sidecar replace the object", async () => {
     await kube.create({
       apiVersion: CAN,
@@ -172,6 +205,7 @@ describe("sidecar lifecycle", () => {
     const obj = getNodeObject()!;
     assert.notEqual(obj.metadata.uid, oldUid);
     assert.equal(obj.spec.driver.name, DRIVER);
+    assert.ok(sidecar.logLines().some((l) => l.level === "warn" && l.message === "CSIAddonsNode has immutable fields that differ; replacing it"), "says why it replaced the object");
   });
 
   test("the API server down at start: no exit, NOT_SERVING with a clear log, SERVING once it is back", async () => {
@@ -278,6 +312,13 @@ describe("the CRD installed after the sidecar started", () => {
     const { sidecar } = await startPair();
     await sidecar.proc.waitForOutput("the CSIAddonsNode CRD (csiaddonsnodes.csiaddons.openshift.io) is not installed", 20_000);
     assert.equal(await sidecar.health(), "NOT_SERVING");
+    // Retries back off (200 ms doubling to 5 s): a few requests over these seconds, not a hot loop.
+    const from = { get: kube.counters.get("get", "csiaddonsnodes"), watch: kube.counters.get("watch", "csiaddonsnodes"), at: Date.now() };
+    await waitFor("3 s of retrying", () => Date.now() - from.at >= 3_000, { intervalMs: 100 });
+    for (const verb of ["get", "watch"] as const) {
+      const n = kube.counters.get(verb, "csiaddonsnodes") - from[verb];
+      assert.ok(n <= 15, `${n} ${verb} requests for CSIAddonsNodes in 3 s while the CRD is missing`);
+    }
     const crd = parseAllDocuments(readFileSync(upstreamCrdFile, "utf8")).map((d) => d.toJS()).find((d) => d?.kind === "CustomResourceDefinition");
     await kube.create(crd);
     await waitHealth(sidecar, "SERVING", 30_000);

@@ -14,6 +14,7 @@ import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { DRIVER, NAMESPACE, pv, secret, volumeAttachment } from "../support/fixtures.js";
+import { secretDigest } from "../../driver-stub/call-log.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
 
@@ -118,7 +119,8 @@ describe("healing relay", () => {
       volumeId: "vol-file",
       stagingTargetPath: `${STAGING}${DRIVER}/${sha("vol-file")}/globalmount`,
       volumeCapability: { mount: { fsType: "xfs", mountFlags: ["discard"] }, accessMode: { mode: "SINGLE_NODE_MULTI_WRITER" } },
-      secrets: { userID: "***", userKey: "***" },
+      // The decoded values themselves reached the driver (the call log keeps only their digests).
+      secrets: { userID: secretDigest("admin"), userKey: secretDigest(SECRET_VALUE) },
       volumeContext: { pool: "rbd" },
       publishContext: { devicePath: "/dev/rbd0" },
     });
@@ -235,9 +237,14 @@ describe("healing relay", () => {
     await waitHealth(sidecar, "SERVING");
   });
 
-  // Runs last: the whole run's output.
+  // Makes its own calls, so it passes alone too; then checks the whole run's output so far.
   test("logs of the whole run: only JSON lines, request-scoped fields, no secret value anywhere", async () => {
-    const lines = sidecar.logLines();
+    assert.ok((await heal("pv-file")).ok);
+    assert.equal(codeName(((await heal("pv-nosecret")) as { code: grpc.status }).code), "FAILED_PRECONDITION");
+    const lines = await waitFor("the log lines of both calls", () => {
+      const all = sidecar.logLines();
+      return all.some((l) => l.message === "call failed" && l.pv === "pv-nosecret") ? all : undefined;
+    });
     assert.ok(lines.length > 20);
     assert.equal(sidecar.proc.stderr(), "", "nothing on stderr (grpc-js is not logging there)");
     const served = lines.find((l) => l.message === "call served" && l.method === "/sidecar.v1.VolumeHealer/HealVolume" && l.pv === "pv-file");

@@ -2,7 +2,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
-import { startTs, type Proc } from "./proc.js";
+import { join } from "node:path";
+import { startTs, tempDir, type Proc } from "./proc.js";
 import { waitFor } from "./wait.js";
 
 export interface SidecarOptions {
@@ -23,6 +24,8 @@ export interface SidecarProc {
   readonly port: number;
   readonly httpPort: number;
   readonly address: string;
+  /** Where this sidecar writes a fatal exit's reason (--termination-log; never the host's /dev/termination-log). */
+  readonly terminationLog: string;
   /** Every stdout line parsed as JSON (throws on a line that is not JSON). */
   logLines(): Record<string, unknown>[];
   /** Plaintext clients (auth off). */
@@ -36,6 +39,7 @@ export interface SidecarProc {
 const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
 export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarProc> {
+  const terminationLog = join(tempDir("sidecar-"), "termination-log");
   const args = [
     `--csi-addons-address=unix://${opts.driverSocket}`,
     `--node-id=${opts.nodeId ?? "node-1"}`,
@@ -45,6 +49,7 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     "--controller-port=0",
     `--kubeconfig=${opts.kubeconfig}`,
     "--log-level=debug",
+    `--termination-log=${terminationLog}`,
     ...(opts.args?.some((a) => a.startsWith("--enable-auth")) ? [] : ["--enable-auth=false"]),
     ...(opts.args ?? []),
   ];
@@ -62,6 +67,7 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     port,
     httpPort,
     address,
+    terminationLog,
     logLines: () => parseLines(proc.stdout()),
     healer: () => track(new VolumeHealerClient(address, grpc.credentials.createInsecure())),
     health: (service = "") =>

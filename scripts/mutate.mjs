@@ -1,0 +1,330 @@
+// Mutation testing: generates operator mutants of a module's source (flipped conditions, swapped
+// logical operators, removed negations, changed constants, dropped awaits, removed calls, ...),
+// applies each one alone to a private copy of the repository and runs the module's test files
+// (scripts/mutate-targets.json) with a timeout. A mutant is killed when a test file fails or times
+// out, survived when all pass. Not part of `npm test` or CI: run it when changing a module.
+//
+//   npm run mutate -- --module relay --max 20        a seeded sample of 20 mutants, in minutes
+//   npm run mutate -- --module relay,server,node     every mutant of three modules (long)
+//   npm run mutate -- --module relay --list          list the mutants only
+//   options: --seed N, --jobs N (parallel copies), --file <substring>, --only <id,...>, --out FILE,
+//            --no-baseline (skip the unmutated run that sets the timeouts; 300 s each then)
+//
+// The working tree is never touched: mutants live in copies under the system's temp directory,
+// and each copy's file is restored (in a finally) before the next mutant.
+import { spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const targets = JSON.parse(readFileSync(join(root, "scripts/mutate-targets.json"), "utf8"));
+
+// ---- options -----------------------------------------------------------------------------------
+
+function parseOptions(argv) {
+  const o = { modules: [], max: Infinity, seed: 1, jobs: 1, file: undefined, only: undefined, list: false, out: undefined, baseline: true };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s);
+    const value = () => inline ?? argv[++i];
+    if (flag === "--module") o.modules.push(...value().split(","));
+    else if (flag === "--max") o.max = Number(value());
+    else if (flag === "--seed") o.seed = Number(value());
+    else if (flag === "--jobs") o.jobs = Number(value());
+    else if (flag === "--file") o.file = value();
+    else if (flag === "--only") o.only = new Set(value().split(","));
+    else if (flag === "--out") o.out = value();
+    else if (flag === "--list") o.list = true;
+    else if (flag === "--no-baseline") o.baseline = false;
+    else throw new Error(`unknown option ${flag}; see the header of scripts/mutate.mjs`);
+  }
+  if (o.modules.length === 0) o.modules = Object.keys(targets).filter((k) => !k.startsWith("_"));
+  for (const m of o.modules) if (!targets[m]) throw new Error(`unknown module ${m}; modules: ${Object.keys(targets).filter((k) => !k.startsWith("_")).join(", ")}`);
+  return o;
+}
+
+// ---- mutants -----------------------------------------------------------------------------------
+
+/** [regexp, replacement(match) or string, operator name]; applied to code outside strings and comments. */
+const OPERATORS = [
+  [/===/g, "!==", "equality"],
+  [/!==/g, "===", "equality"],
+  [/ <= /g, " > ", "relational"],
+  [/ >= /g, " < ", "relational"],
+  [/ < /g, " >= ", "relational"],
+  [/ > /g, " <= ", "relational"],
+  [/ && /g, " || ", "logical"],
+  [/ \|\| /g, " && ", "logical"],
+  [/(?<=[\s(\[,])!(?=[\w$(.])/g, "", "negation"],
+  [/\btrue\b/g, "false", "boolean"],
+  [/\bfalse\b/g, "true", "boolean"],
+  [/(?<![\w$.])\d[\d_]*(?:\.\d+)?(?![\w$])/g, (m) => (Number(m.replace(/_/g, "")) === 0 ? "1" : "0"), "constant"],
+  [/Math\.min\(/g, "Math.max(", "min-max"],
+  [/Math\.max\(/g, "Math.min(", "min-max"],
+  [/\bawait /g, "", "await"],
+  [/ \+ /g, " - ", "arithmetic"],
+  [/ - /g, " + ", "arithmetic"],
+  [/ \* /g, " / ", "arithmetic"],
+];
+
+const STATEMENT_CALL = /^(\s*)(?:await\s+)?[\w$]+(?:(?:\?\.|!?\.)[\w$]+)*\(.*\);\s*$/;
+const KEYWORDS = /^\s*(return|const|let|var|throw|if|for|while|switch|case|import|export|yield)\b/;
+
+/** Character ranges of string literals and the trailing comment of one line (a simple scanner). */
+function protectedRanges(line) {
+  const ranges = [];
+  let quote;
+  let start = 0;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote) {
+      if (c === "\\") i++;
+      else if (quote === "`" && c === "$" && line[i + 1] === "{") {
+        // ${...} inside a template is code: end the protected range here, resume after the brace.
+        ranges.push([start, i]);
+        const close = line.indexOf("}", i);
+        if (close < 0) return ranges;
+        i = close;
+        start = close;
+      } else if (c === quote) {
+        ranges.push([start, i + 1]);
+        quote = undefined;
+      }
+    } else if (c === '"' || c === "'" || c === "`") {
+      quote = c;
+      start = i;
+    } else if (c === "/" && line[i + 1] !== "/" && /(^|[=(,:!&|?{};]|return)\s*$/.test(line.slice(0, i))) {
+      // A regular expression literal: up to the next unescaped "/" outside a character class.
+      let j = i + 1;
+      for (let inClass = false; j < line.length && (line[j] !== "/" || inClass); j++) {
+        if (line[j] === "\\") j++;
+        else if (line[j] === "[") inClass = true;
+        else if (line[j] === "]") inClass = false;
+      }
+      ranges.push([i, j + 1]);
+      i = j;
+    } else if (c === "/" && line[i + 1] === "/") {
+      ranges.push([i, line.length]);
+      return ranges;
+    }
+  }
+  if (quote) ranges.push([start, line.length]);
+  return ranges;
+}
+
+function isCodeLine(line) {
+  const t = line.trim();
+  return t !== "" && !t.startsWith("//") && !t.startsWith("*") && !t.startsWith("/*") && !/^(import|export \{|export type|export \* )/.test(t);
+}
+
+function balanced(s) {
+  let depth = 0;
+  for (const c of s) {
+    if (c === "(") depth++;
+    if (c === ")" && --depth < 0) return false;
+  }
+  return depth === 0;
+}
+
+export function mutantsOf(file, text) {
+  const lines = text.split("\n");
+  const out = [];
+  let inBlockComment = false;
+  lines.forEach((line, i) => {
+    if (inBlockComment) {
+      if (line.includes("*/")) inBlockComment = false;
+      return;
+    }
+    if (line.trim().startsWith("/*") && !line.includes("*/")) {
+      inBlockComment = true;
+      return;
+    }
+    if (!isCodeLine(line)) return;
+    const guarded = protectedRanges(line);
+    const inside = (a, b) => guarded.some(([s, e]) => a < e && b > s);
+    for (const [re, rep, operator] of OPERATORS) {
+      for (const m of line.matchAll(re)) {
+        if (inside(m.index, m.index + m[0].length)) continue;
+        // Type positions: `x: 0 | 1`, generics and arrows are not what the relational operators mean.
+        if (operator === "constant" && /\[\s*$/.test(line.slice(0, m.index)) && /^\s*\]/.test(line.slice(m.index + m[0].length))) continue;
+        const replacement = typeof rep === "function" ? rep(m[0]) : rep;
+        const mutated = line.slice(0, m.index) + replacement + line.slice(m.index + m[0].length);
+        out.push({ id: `${file}:${i + 1}:${m.index + 1}:${operator}`, file, line: i + 1, operator, original: line.trim(), mutated: mutated.trim(), apply: (t) => replaceLine(t, i, mutated) });
+      }
+    }
+    const call = STATEMENT_CALL.exec(line);
+    if (call && !KEYWORDS.test(line) && balanced(line) && !inside(line.search(/\S/), line.search(/\S/) + 1)) {
+      const mutated = `${call[1]}void 0;`;
+      out.push({ id: `${file}:${i + 1}:1:remove-call`, file, line: i + 1, operator: "remove-call", original: line.trim(), mutated: "void 0;", apply: (t) => replaceLine(t, i, mutated) });
+    }
+  });
+  return out;
+}
+
+function replaceLine(text, index, line) {
+  const lines = text.split("\n");
+  lines[index] = line;
+  return lines.join("\n");
+}
+
+function sourceFiles(dir) {
+  return readdirSync(join(root, dir), { recursive: true })
+    .map((f) => join(dir, f))
+    .filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts") && statSync(join(root, f)).isFile())
+    .sort();
+}
+
+function testFiles(entries) {
+  return entries.flatMap((e) => {
+    const abs = join(root, e);
+    if (!existsSync(abs)) return [];
+    if (statSync(abs).isFile()) return [e];
+    return readdirSync(abs, { recursive: true }).filter((f) => f.endsWith(".test.ts")).map((f) => join(e, f)).sort();
+  });
+}
+
+/** Deterministic sample of n, spread over the list (seeded Fisher-Yates), kept in source order. */
+function sample(list, n, seed) {
+  if (n >= list.length) return list;
+  let s = seed >>> 0 || 1;
+  const rand = () => ((s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+  const idx = list.map((_, i) => i);
+  for (let i = idx.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [idx[i], idx[j]] = [idx[j], idx[i]];
+  }
+  return idx.slice(0, n).sort((a, b) => a - b).map((i) => list[i]);
+}
+
+// ---- running -------------------------------------------------------------------------------------
+
+/** A private copy of the repository (node_modules linked, not copied). */
+function makeCopy() {
+  const dir = mkdtempSync(join(tmpdir(), "mutate-"));
+  const skip = new Set(["node_modules", ".git", "dist", "bench", ".tmp"]);
+  for (const entry of readdirSync(root)) {
+    if (skip.has(entry)) continue;
+    cpSync(join(root, entry), join(dir, entry), { recursive: true });
+  }
+  symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
+  return dir;
+}
+
+/** Runs one test file in `cwd`; resolves with "pass", "fail" or "timeout", the time taken and the failed tests. */
+function runTestFile(cwd, file, timeoutMs) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", file], {
+      cwd,
+      detached: true, // its own process group: a timeout kills the sidecars and stubs it started too
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+    }, timeoutMs);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      // Whatever the tests left running goes with the group.
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {}
+      const failed = [...out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]);
+      resolve({ outcome: timedOut ? "timeout" : code === 0 ? "pass" : "fail", ms: Date.now() - started, failed });
+    });
+  });
+}
+
+async function main() {
+  const o = parseOptions(process.argv.slice(2));
+  const report = { startedAt: new Date().toISOString(), seed: o.seed, modules: {} };
+  const copies = [];
+  const cleanup = () => {
+    for (const c of copies.splice(0)) rmSync(c, { recursive: true, force: true });
+  };
+  process.once("SIGINT", () => (cleanup(), process.exit(130)));
+  process.once("SIGTERM", () => (cleanup(), process.exit(143)));
+  try {
+    for (const name of o.modules) {
+      const t = targets[name];
+      if (!existsSync(join(root, t.dir))) {
+        console.log(`${name}: ${t.dir} does not exist yet; skipped`);
+        continue;
+      }
+      const tests = testFiles(t.tests);
+      const all = sourceFiles(t.dir).flatMap((f) => mutantsOf(f, readFileSync(join(root, f), "utf8")));
+      const filtered = all.filter((m) => (!o.file || m.file.includes(o.file)) && (!o.only || o.only.has(m.id)));
+      const chosen = sample(filtered, o.max, o.seed);
+      console.log(`${name}: ${all.length} mutants in ${t.dir}, running ${chosen.length}; tests: ${tests.join(" ")}`);
+      if (o.list) {
+        for (const m of chosen) console.log(`  ${m.id}\n    - ${m.original}\n    + ${m.mutated}`);
+        continue;
+      }
+      if (tests.length === 0) {
+        console.log(`${name}: no test files; skipped`);
+        continue;
+      }
+      while (copies.length < o.jobs) copies.push(makeCopy());
+      // Baseline: the unmutated tests must pass here; their times set the timeouts.
+      const limits = {};
+      for (const f of tests) {
+        if (!o.baseline) {
+          limits[f] = 300_000;
+          continue;
+        }
+        const r = await runTestFile(copies[0], f, 600_000);
+        if (r.outcome !== "pass") throw new Error(`baseline: ${f} does not pass without mutations (${r.outcome}); fix that first`);
+        limits[f] = Math.max(30_000, r.ms * 3);
+      }
+      const results = [];
+      let next = 0;
+      const worker = async (copy) => {
+        while (next < chosen.length) {
+          const m = chosen[next++];
+          const file = join(copy, m.file);
+          const original = readFileSync(file, "utf8");
+          let verdict = { status: "survived", by: undefined };
+          try {
+            writeFileSync(file, m.apply(original));
+            for (const f of tests) {
+              let r = await runTestFile(copy, f, limits[f]);
+              // On a busy machine a timing-sensitive test may fail by chance: a kill must repeat.
+              if (r.outcome !== "pass") r = { ...(await runTestFile(copy, f, limits[f])), first: r };
+              if (r.outcome !== "pass") {
+                verdict = { status: r.outcome === "timeout" ? "timeout" : "killed", by: f, tests: r.failed };
+                break;
+              }
+              if (r.first) console.log(`  (a failure of ${f} did not repeat: ${r.first.outcome} ${r.first.failed.join("; ")})`);
+            }
+          } finally {
+            writeFileSync(file, original);
+          }
+          results.push({ id: m.id, operator: m.operator, original: m.original, mutated: m.mutated, ...verdict });
+          const tag = verdict.status === "survived" ? "SURVIVED" : `${verdict.status} by ${relative("test", verdict.by)}`;
+          const which = verdict.tests?.length ? `\n      failed: ${verdict.tests.join("; ")}` : "";
+          console.log(`  [${results.length}/${chosen.length}] ${tag.padEnd(40)} ${m.id}\n      - ${m.original}\n      + ${m.mutated}${which}`);
+        }
+      };
+      await Promise.all(copies.slice(0, o.jobs).map(worker));
+      results.sort((a, b) => a.id.localeCompare(b.id, undefined, { numeric: true }));
+      const killed = results.filter((r) => r.status !== "survived").length;
+      const score = results.length ? (100 * killed) / results.length : 0;
+      report.modules[name] = { dir: t.dir, generated: all.length, run: results.length, killed, survived: results.length - killed, score: Number(score.toFixed(1)), results };
+      console.log(`${name}: ${killed}/${results.length} killed, score ${score.toFixed(1)}%`);
+      for (const r of results.filter((x) => x.status === "survived")) console.log(`  survived ${r.id}: ${r.original}  ->  ${r.mutated}`);
+    }
+  } finally {
+    cleanup();
+  }
+  if (o.out) writeFileSync(o.out, JSON.stringify(report, null, 2) + "\n");
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exit(1);
+});
