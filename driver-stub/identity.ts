@@ -41,6 +41,7 @@ const ADVERTISED: Record<CapabilityName, Entry[]> = {
     Capability_VolumeGroup_Type.GET_VOLUME_GROUP,
     Capability_VolumeGroup_Type.LIST_VOLUME_GROUPS,
   ].map((type) => ({ $case: "volumeGroup", volumeGroup: { type } })),
+  controllerService: [{ $case: "service", service: { type: Capability_Service_Type.CONTROLLER_SERVICE } }],
 };
 
 function capabilities(driver: Driver): Capability[] {

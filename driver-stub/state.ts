@@ -46,7 +46,8 @@ export const CAPABILITY_DEFAULTS = {
   /** VolumeReplication GET_REPLICATION_DESTINATION_INFO. */
   replicationDestinationInfo: false,
   /** VolumeGroup VOLUME_GROUP (with MODIFY_VOLUME_GROUP, GET_VOLUME_GROUP, LIST_VOLUME_GROUPS). */
-  volumeGroup: false,
+  volumeGroup: false,  /** Service CONTROLLER_SERVICE: a controller plugin (its sidecars take part in the Lease). */
+  controllerService: false,
 };
 
 export type CapabilityName = keyof typeof CAPABILITY_DEFAULTS;

@@ -36,7 +36,7 @@ async function main(): Promise<number> {
   // grpc-js writes to stderr by default; its errors belong in our JSON stream.
   grpc.setLogger({ error: (...args: unknown[]) => logger.error(`grpc-js: ${args.map(String).join(" ")}`) } as unknown as Console);
   grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
-  logger.info("starting csi-addons-sidecar", { version: packageVersion(), nodeId: config.nodeId, pod: config.pod, namespace: config.namespace });
+  logger.info("starting csi-addons-sidecar", { version: packageVersion(), nodeId: config.nodeId, pod: config.pod, namespace: config.namespace, logLevel: config.logLevel });
 
   let transport: KubeTransport;
   try {

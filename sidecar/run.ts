@@ -5,6 +5,7 @@ import type * as grpc from "@grpc/grpc-js";
 import { authMiddleware } from "./auth/authenticator.js";
 import type { Config } from "./config/config.js";
 import { DriverConnection } from "./driver/connection.js";
+import { ControllerLease } from "./election/controller-lease.js";
 import { metricsInterceptor } from "./driver/metrics-interceptor.js";
 import { Readiness } from "./health/readiness.js";
 import type { KubeApi } from "./kube/api.js";
@@ -36,6 +37,7 @@ export interface Sidecar {
 }
 
 export async function startSidecar(config: Config, logger: Logger, kube: KubeApi): Promise<Sidecar> {
+  for (const { flag, why } of config.ignoredFlags) logger.warn("upstream sidecar flag accepted and ignored", { flag, why });
   const metrics = createMetrics();
   const readiness = new Readiness(logger);
   const driver: DriverConnection = new DriverConnection({
@@ -60,7 +62,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const middlewares: Middleware[] = [loggingMiddleware({ repeats, metrics }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
-      authMiddleware({ kube, audience: config.authAudience, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
+      authMiddleware({ kube, audiences: config.authAudiences, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
     );
   } else {
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
@@ -73,6 +75,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     requireFiles: config.requireTlsFiles,
     commonName: `${config.pod}.${config.namespace}`,
     logger,
+    policy: config.tls,
     onCertificate: (source, notAfter) => metrics.setTlsCertificate(source, notAfter),
   });
   if (!config.enableAuth) metrics.setTlsCertificate("none", undefined);
@@ -100,6 +103,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     confirmTimeoutMs: config.nodeConfirmTimeoutMs,
   });
   manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
+  const lease = new ControllerLease({ kube, logger, identity: config.pod, config: config.leaderElection });
   driver.on("ready", ({ info, restarted }) => {
     if (restarted) {
       // A restarted driver has lost its user-space mounts: tell the controller to heal.
@@ -107,6 +111,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       manager.recordDriverRestart(new Date());
     }
     manager.setDriver(info.name);
+    lease.follow(info).catch((err: unknown) => logger.error("leader election failed", { reason: err instanceof Error ? err.message : String(err) }));
     readiness.set("driver", true, `driver ${info.name} connected and ready`);
   });
   driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
@@ -122,6 +127,8 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     metrics,
     async shutdown() {
       readiness.set("shutdown", false, "shutting down");
+      // First: a successor can take controller operations while our in-flight calls finish.
+      await lease.stop();
       await drain(server, config.shutdownGraceMs, logger);
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
       http?.closeAllConnections();

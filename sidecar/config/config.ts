@@ -2,6 +2,7 @@
 // This is the only module that reads process.env (through the `env` argument of parseConfig).
 import { FlagError as ConfigError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
 import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
+import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
 import type { LogFormat, LogLevel } from "../../common/log/logger.js";
 export type { LogFormat, LogLevel };
@@ -9,6 +10,9 @@ export type { LogFormat, LogLevel };
 export { ConfigError };
 /** Every address, IPv6 and IPv4 (a dual-stack socket); see server/listen-host.ts for IPv4-only nodes. */
 export { ANY_ADDRESS };
+
+/** In --auth-audience: "the API server's own audiences" (a TokenReview without spec.audiences). */
+export const API_SERVER_AUDIENCE = "@api-server";
 
 export interface AuthzRule {
   verb: string;
@@ -43,11 +47,18 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: LogFormat;
   enableAuth: boolean;
-  authAudience: string;
+  /** Audiences a caller's token may carry; API_SERVER_AUDIENCE stands for the API server's own. */
+  authAudiences: string[];
   authz: AuthzRule;
   authCacheTtlMs: number;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
+  /** --tls-min-version, --tls-cipher-suites, --tls-curve-preferences, as node:tls options. */
+  tls: TlsPolicy;
+  /** The Lease of a controller plugin's sidecars (upstream's --leader-election-* flags). */
+  leaderElection: LeaderElectionConfig;
+  /** Upstream sidecar flags that were given and mean nothing here; each is named in one warning. */
+  ignoredFlags: { flag: string; why: string }[];
   /** Exit when the certificate files are not usable at start, instead of serving a self-signed pair. */
   requireTlsFiles: boolean;
   /** How long SIGTERM waits for in-flight calls. */
@@ -60,6 +71,14 @@ export interface Config {
   terminationLog: string;
   /** How long a PersistentVolume read may serve health checks (a PV watch drops changed ones); 0 = never cached. */
   pvCacheTtlMs: number;
+}
+
+export interface LeaderElectionConfig {
+  /** Where the Lease lives; default the pod's namespace. */
+  namespace: string;
+  leaseDurationMs: number;
+  renewDeadlineMs: number;
+  retryPeriodMs: number;
 }
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
@@ -81,8 +100,8 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
   { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
   { name: "enable-auth", kind: "bool", env: "ENABLE_AUTH", help: "TLS + bearer-token authentication of callers (default true)" },
-  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: "audience a caller's token must carry (required with auth)" },
-  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb (default update)" },
+  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: "comma-separated audiences a caller's token may carry; @api-server = the API server's own (default csi-addons-healer,@api-server)" },
+  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb (default call)" },
   { name: "auth-group", kind: "string", env: "AUTH_GROUP", help: "SubjectAccessReview API group (default csiaddons.openshift.io)" },
   { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource (default csiaddonsnodes)" },
   { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached (default 30s)" },
@@ -91,6 +110,12 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "require-tls-files", kind: "bool", env: "REQUIRE_TLS_FILES", help: "exit if the TLS files are not usable at start; never self-signed (default false)" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
   { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
+  { name: "leader-election-namespace", kind: "string", help: "namespace of the controller plugin's Lease (default --namespace)" },
+  { name: "leader-election-lease-duration", kind: "string", help: "how long a Lease holder is trusted without renewing (default 15s)" },
+  { name: "leader-election-renew-deadline", kind: "string", help: "how long the holder keeps retrying to renew before it lets go (default 10s)" },
+  { name: "leader-election-retry-period", kind: "string", help: "time between tries to acquire or renew the Lease (default 5s)" },
+  ...MAPPED_FLAGS,
+  ...IGNORED_FLAGS.map(({ why: _why, ...spec }) => spec),
   { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
   { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file a fatal exit writes its reason to (default /dev/termination-log)" },
   { name: "pv-cache-ttl", kind: "string", env: "PV_CACHE_TTL", help: "how long a PV read serves health checks, kept current by a PV watch; 0 = off (default 10m)" },
@@ -108,11 +133,13 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
   if (bool(raw, "help", false)) return { kind: "help", text: helpText() };
   if (bool(raw, "version", false)) return { kind: "version" };
 
-  const address = str("csi-addons-address", "unix:///run/csi-addons/socket");
+  // The upstream sidecar also takes a bare socket path (its default is /run/csi-addons/socket).
+  const given = str("csi-addons-address", "unix:///run/csi-addons/socket");
+  const address = given.startsWith("/") ? `unix://${given}` : given;
   if (!/^unix:\/\/\/?./.test(address)) {
-    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket, got ${JSON.stringify(address)}`);
+    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket or /path/to/socket, got ${JSON.stringify(given)}`);
   }
-  const enableAuth = bool(raw, "enable-auth", true);
+  const enableAuth = bool(raw, "enable-auth", bool(raw, "enable-authentication", true));
   const maxInflight = int(raw, "max-inflight", 16, 1);
   const config: Config = {
     csiAddonsAddress: address,
@@ -130,14 +157,17 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     inClusterApi: { host: env["KUBERNETES_SERVICE_HOST"], port: env["KUBERNETES_SERVICE_PORT"] },
     maxInflight,
     maxQueue: int(raw, "max-queue", maxInflight * 4, 0),
-    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
-    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
+    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, upstream(() => upstreamLogLevel(raw)) ?? "info"),
+    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, upstream(() => upstreamLogFormat(raw)) ?? "json"),
     enableAuth,
-    authAudience: str("auth-audience"),
-    authz: { verb: str("auth-verb", "update"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
+    authAudiences: audienceList(raw),
+    authz: { verb: str("auth-verb", "call"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
     authCacheTtlMs: duration(raw, "auth-cache-ttl", 30_000),
     tlsCertFile: raw.get("tls-cert-file") || undefined,
     tlsKeyFile: raw.get("tls-key-file") || undefined,
+    tls: upstream(() => tlsPolicy(raw)),
+    leaderElection: leaderElection(raw),
+    ignoredFlags: IGNORED_FLAGS.filter((f) => raw.has(f.name)).map((f) => ({ flag: `--${f.name}`, why: f.why })),
     requireTlsFiles: bool(raw, "require-tls-files", false),
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
@@ -145,9 +175,6 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     terminationLog: str("termination-log", "/dev/termination-log"),
     pvCacheTtlMs: duration(raw, "pv-cache-ttl", 600_000),
   };
-  if (enableAuth && !config.authAudience) {
-    throw new ConfigError("auth-audience", "--auth-audience is required when --enable-auth is on (or set --enable-auth=false for local use)");
-  }
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
     throw new ConfigError(missing, "--tls-cert-file and --tls-key-file must be given together");
@@ -158,4 +185,40 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
   if (config.timeoutMs <= 0) throw new ConfigError("timeout", "--timeout must be positive");
   if (config.nodeConfirmTimeoutMs < 300) throw new ConfigError("node-confirm-timeout", "--node-confirm-timeout must be at least 300ms");
   return { kind: "config", config };
+}
+
+function upstream<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof UpstreamFlagError) throw new ConfigError(err.flag, err.message);
+    throw err;
+  }
+}
+
+// client-go's leader elector refuses these (leaseDuration > renewDeadline > retryPeriod x 1.2).
+function leaderElection(raw: Map<string, string>): LeaderElectionConfig {
+  const le = {
+    namespace: raw.get("leader-election-namespace") || raw.get("namespace") || "",
+    leaseDurationMs: duration(raw, "leader-election-lease-duration", 15_000),
+    renewDeadlineMs: duration(raw, "leader-election-renew-deadline", 10_000),
+    retryPeriodMs: duration(raw, "leader-election-retry-period", 5_000),
+  };
+  if (le.retryPeriodMs <= 0) throw new ConfigError("leader-election-retry-period", "--leader-election-retry-period must be positive");
+  if (le.renewDeadlineMs <= le.retryPeriodMs * 1.2) {
+    throw new ConfigError("leader-election-renew-deadline", "--leader-election-renew-deadline must be greater than 1.2 x --leader-election-retry-period");
+  }
+  if (le.leaseDurationMs <= le.renewDeadlineMs) {
+    throw new ConfigError("leader-election-lease-duration", "--leader-election-lease-duration must be greater than --leader-election-renew-deadline");
+  }
+  return le;
+}
+
+function audienceList(raw: Map<string, string>): string[] {
+  const v = raw.get("auth-audience") ?? `csi-addons-healer,${API_SERVER_AUDIENCE}`;
+  const list = v.split(",").map((a) => a.trim());
+  if (list.some((a) => !a)) {
+    throw new ConfigError("auth-audience", `--auth-audience must be a comma-separated list of audiences (or ${API_SERVER_AUDIENCE}), got ${JSON.stringify(v)}`);
+  }
+  return [...new Set(list)];
 }

@@ -21,6 +21,8 @@ export interface DriverInfo {
   capabilities: Capability[];
   /** Convenience views of `capabilities`. */
   nodeService: boolean;
+  /** A controller plugin: takes part in the Lease for controller operations. */
+  controllerService: boolean;
   getVolumeHealth: boolean;
   healVolume: boolean;
 }
@@ -202,6 +204,7 @@ export class DriverConnection extends EventEmitter<Events> {
       manifest: identity.manifest,
       capabilities: caps.capabilities,
       nodeService: has((c) => c.type?.$case === "service" && c.type.service.type === Capability_Service_Type.NODE_SERVICE),
+      controllerService: has((c) => c.type?.$case === "service" && c.type.service.type === Capability_Service_Type.CONTROLLER_SERVICE),
       getVolumeHealth: has((c) => c.type?.$case === "volumeHealer" && c.type.volumeHealer.type === Capability_VolumeHealer_Type.GET_VOLUME_HEALTH),
       healVolume: has((c) => c.type?.$case === "volumeHealer" && c.type.volumeHealer.type === Capability_VolumeHealer_Type.HEAL_VOLUME),
     };

@@ -69,6 +69,21 @@ export interface NodeInfo {
   status?: { volumesInUse?: string[] };
 }
 
+/** coordination.k8s.io/v1 Lease, as client-go's leader election writes it. */
+export interface Lease {
+  apiVersion: "coordination.k8s.io/v1";
+  kind: "Lease";
+  metadata: ObjectMeta;
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    /** MicroTime: RFC 3339 with microseconds. */
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
 export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
 
 export interface WatchOptions {
@@ -106,11 +121,19 @@ export interface KubeApi {
   getVolumeAttachment(name: string, signal: AbortSignal): Promise<VolumeAttachment | undefined>;
   getNode(name: string, signal: AbortSignal): Promise<NodeInfo | undefined>;
   watchNode(): Watcher<NodeInfo>;
+  getLease(namespace: string, name: string, signal: AbortSignal): Promise<Lease | undefined>;
+  createLease(obj: Lease, signal: AbortSignal): Promise<Lease>;
+  /** A PUT with the object's resourceVersion: 409 when someone else wrote it since. */
+  replaceLease(obj: Lease, signal: AbortSignal): Promise<Lease>;
+
   /** The secret's data, base64-decoded; undefined when it does not exist. */
   getSecretData(namespace: string, name: string, signal: AbortSignal): Promise<Record<string, string> | undefined>;
 
-  /** undefined when the token is not authenticated for the audience. */
-  reviewToken(token: string, audience: string, signal: AbortSignal): Promise<UserInfo | undefined>;
+  /**
+   * undefined when the token is not authenticated for any of `audiences`; with `audiences`
+   * undefined, for the API server's own audiences (a TokenReview without spec.audiences).
+   */
+  reviewToken(token: string, audiences: string[] | undefined, signal: AbortSignal): Promise<UserInfo | undefined>;
   reviewAccess(
     user: UserInfo,
     attrs: { namespace: string; verb: string; group: string; resource: string },

@@ -1,5 +1,5 @@
 // KubeApi over the REST paths the sidecar uses; every call carries the caller's AbortSignal.
-import { KubeError, type CSIAddonsNode, type KubeApi, type PersistentVolume, type Watcher, type WatchEventType } from "./api.js";
+import { KubeError, type CSIAddonsNode, type KubeApi, type Lease, type PersistentVolume, type Watcher, type WatchEventType } from "./api.js";
 import type { KubeTransport } from "./transport.js";
 
 const CSI_ADDONS_NODES = "/apis/csiaddons.openshift.io/v1alpha1/namespaces";
@@ -15,6 +15,7 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     }
   }
   const enc = encodeURIComponent;
+  const leasePath = (ns: string, name = "") => `/apis/coordination.k8s.io/v1/namespaces/${enc(ns)}/leases${name ? `/${enc(name)}` : ""}`;
   const nodePath = (ns: string, name = "") => `${CSI_ADDONS_NODES}/${enc(ns)}/csiaddonsnodes${name ? `/${enc(name)}` : ""}`;
 
   function watcher<T>(collection: string): Watcher<T> {
@@ -37,6 +38,10 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     },
     watchCSIAddonsNode: (ns) => watcher(nodePath(ns)),
 
+    getLease: (ns, name, signal) => getOrUndefined(leasePath(ns, name), signal),
+    createLease: (obj, signal) => t.request<Lease>("POST", leasePath(obj.metadata.namespace!), obj, signal),
+    replaceLease: (obj, signal) => t.request<Lease>("PUT", leasePath(obj.metadata.namespace!, obj.metadata.name!), obj, signal),
+
     getPersistentVolume: (name, signal) => getOrUndefined(`/api/v1/persistentvolumes/${enc(name)}`, signal),
     persistentVolumesVersion: async (signal) =>
       (await get<{ metadata: { resourceVersion: string } }>("/api/v1/persistentvolumes?limit=1", signal)).metadata.resourceVersion,
@@ -53,16 +58,17 @@ export function createKubeApi(t: KubeTransport): KubeApi {
       return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]));
     },
 
-    reviewToken: async (token, audience, signal) => {
+    reviewToken: async (token, audiences, signal) => {
       const review = await t.request<{ status?: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; uid?: string; groups?: string[] } } }>(
         "POST",
         "/apis/authentication.k8s.io/v1/tokenreviews",
-        { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } },
+        { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: audiences ? { token, audiences } : { token } },
         signal,
       );
       const st = review.status;
       if (!st?.authenticated || !st.user?.username) return undefined;
-      if (st.audiences && !st.audiences.includes(audience)) return undefined;
+      // An authenticator that ignores audiences answers with others (or none): not ours then.
+      if (audiences && st.audiences && !st.audiences.some((a) => audiences.includes(a))) return undefined;
       return { username: st.user.username, uid: st.user.uid, groups: st.user.groups };
     },
     reviewAccess: async (user, attrs, signal) => {

@@ -7,7 +7,9 @@ import { X509Certificate } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
+import type { TlsPolicy } from "../config/upstream.js";
 import type { Logger } from "../log/logger.js";
+import { applyTlsPolicy } from "./tls-policy.js";
 
 type Identity = { certificate: Buffer; privateKey: Buffer };
 type Listener = (update: Identity | null) => void;
@@ -24,6 +26,8 @@ export interface TlsOptions {
   commonName: string;
   logger: Logger;
   refreshMs?: number;
+  /** Versions, ciphers and curves; default Node's. */
+  policy?: TlsPolicy;
   /** Told about every certificate served from now on (for metrics). */
   onCertificate?: (source: CertificateSource, notAfter: Date) => void;
 }
@@ -43,7 +47,8 @@ export async function serverCredentials(opts: TlsOptions): Promise<ServerTls> {
     throw err;
   });
   // grpc-js takes the identity provider first despite the parameter's declared name.
-  return { credentials: grpc.experimental.createCertificateProviderServerCredentials(provider, null, false), close: () => provider.close() };
+  const credentials = grpc.experimental.createCertificateProviderServerCredentials(provider, null, false);
+  return { credentials: opts.policy ? applyTlsPolicy(credentials, opts.policy) : credentials, close: () => provider.close() };
 }
 
 class ReloadingProvider implements grpc.experimental.CertificateProvider {

@@ -1,5 +1,6 @@
-// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its four tables and
-// writes its JSON, and stops what it started. Nothing here says anything about speed.
+// Smoke test of `npm run bench`: the quick mode still runs end to end, prints its headline, its
+// four tables and issue 12's targets (soak included) and writes its JSON, and stops what it started.
+// Nothing here says anything about speed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
@@ -9,7 +10,7 @@ import { waitFor } from "../support/wait.js";
 import { alive, pidsIn } from "../demo/liveness.js";
 import type { Results } from "./report.js";
 
-test("bench --quick prints the relay, burst and memory tables and writes the JSON results", { timeout: 300_000 }, async (t) => {
+test("bench --quick prints the restart-heal headline, the relay, burst, memory and overload tables and issue 12's targets, and writes the JSON results", { timeout: 480_000 }, async (t) => {
   const dir = tempDir("bench-quick-");
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, "results.json");
@@ -19,6 +20,14 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.equal(code, 0, `bench exit code\n${stdout}\n${bench.stderr()}`);
 
   assert.match(stdout, /^csi-addons-healer bench \(quick\), \d{4}-/m);
+  assert.match(stdout, /^Headline: time to heal after a node-plugin restart \(driver heal 5 ms; controller --per-node-concurrency 8 --max-concurrent-heals 64/m);
+  for (const measure of ["floor: the same heals straight to the driver\\(s\\)", "drivers back -> last volume HEALED", "heal phase: first heal at a driver -> last HEALED"]) {
+    assert.match(stdout, new RegExp(`^ +${measure} +\\d+ ms +\\d+ ms$`, "m"), measure);
+  }
+  assert.match(stdout, /^ +\.\.\. \/ floor +[\d.]+x +[\d.]+x$/m);
+  assert.match(stdout, /^ +API requests per healed volume: controller +[\d.]+ +[\d.]+$/m);
+  assert.match(stdout, /^ +API requests per healed volume: sidecars \(PV, VA, \.\.\.\) +[\d.]+ +[\d.]+$/m);
+  assert.match(stdout, /^ +(met|NOT met) +\d+ volumes, 1 node: drivers back -> last HEALED <= 1\.5x the floor: [\d.]+x$/m);
   assert.match(stdout, /^1\. Relay overhead: GetVolumeHealth/m);
   for (const c of [1, 64]) {
     for (const measure of ["p50 latency", "p99 latency", "throughput"]) {
@@ -51,6 +60,17 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
   assert.ok(r.burst.apiRequestsPerHeal > 0);
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);
+  for (const c of [r.restartHeal.oneNode, r.restartHeal.fleet]) {
+    assert.equal(c.healer.driverHealCalls, c.volumes, "one NodeHealVolume per volume after the restart: healed once, none lost");
+    assert.ok(c.healer.peakDriverCalls <= c.perNodeConcurrency, `--per-node-concurrency held: ${c.healer.peakDriverCalls}`);
+    assert.ok(c.floor.wallMs > 0 && c.healer.backToLastHealedMs >= c.healer.healPhaseMs);
+    assert.ok(c.apiRequests.sidecarsPerHeal > 0, "the sidecars' requests are counted under their own identity");
+    assert.ok(Object.keys(c.apiRequests.controller).length > 0, "the controller's requests are counted under its own identity");
+    assert.ok(c.healer.cpuMsPerHeal.sidecars > 0 && c.floor.cpuMsPerHeal.drivers > 0, "CPU time is read from /proc");
+  }
+  assert.equal(r.restartHeal.oneNode.fleet.nodes, 1);
+  assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
+
   // Overload under deploy/'s memory settings: every call answered, alive, below the limit.
   assert.ok(r.overload.calls >= r.overload.callers, `every caller answered at least once: ${r.overload.calls}`);
   assert.deepEqual(Object.keys(r.overload.outcomes).filter((k) => !["HEALED", "NOT_NEEDED", "RESOURCE_EXHAUSTED"].includes(k)), []);
@@ -62,7 +82,9 @@ test("bench --quick prints the relay, burst and memory tables and writes the JSO
 
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());
-  assert.ok(pids.length >= 5, `Kubernetes API, driver-stub and three sidecars: ${pids.join(", ")}`);
+  // Sections 1-4: API, driver-stub, three sidecars. Headline, per node: driver-stub, restarted
+  // driver-stub, sidecar; per case: API and controller (--quick: 1 node, then 3).
+  assert.ok(pids.length >= 5 + (2 + 3 * 1) + (2 + 3 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
 });

@@ -1,11 +1,18 @@
-// `npm run bench [-- --quick] [-- --out FILE]`: what the sidecar costs, measured in one run on this
-// machine, printed as a table (stdout; progress goes to stderr) and written as JSON.
-//   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64 callers
+// `npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]`: what the sidecar costs,
+// measured in one run on this machine, printed as tables (stdout; progress goes to stderr) and
+// written as JSON.
+//   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64
+//      callers, then the API requests of a repeated check (repeated.ts)
 //   2. heal-all burst: every volume of a node healed at once through --max-inflight 32
 //   3. the sidecar's memory (idle, peak in the burst) and its start-up time
 //   4. sustained overload: callers looping on slow heals, under deploy/'s memory settings
-// The sidecar runs compiled (node dist/sidecar/main.js), as in the image; the driver-stub and the
-// in-memory Kubernetes API run as processes of their own. Not part of `npm test` (only --quick is,
+//   5. soak (soak.ts): mixed calls through driver restarts and API outages
+//   headline (restart.ts, run first): time to heal after a node-plugin restart through the healer
+//      controller — 500 volumes on one node, and 20 nodes x 50 volumes — against the floor
+// and last issue 12's targets table (report-targets.ts). The programs run compiled, as in the
+// image: the sidecar as its bundle under deploy/'s V8 flags (image.ts), the controller and the
+// driver-stub from dist/; the driver-stub and the in-memory Kubernetes API run as processes of
+// their own. Not part of `npm test` (only --quick is,
 // as a smoke test that asserts nothing about speed).
 import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -18,7 +25,7 @@ import { repoRoot, tempDir } from "../support/proc.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
-import { COMPILED_SIDECAR, ensureCompiledSidecar } from "./build.js";
+import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureCompiled } from "./build.js";
 import { startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
 import { readMemory, sampleMemory } from "./memory.js";
@@ -27,6 +34,8 @@ import { renderTables, type Results, type Startup } from "./report.js";
 import { renderTargets } from "./report-targets.js";
 import { repeatedCheckCost } from "./repeated.js";
 import { soak } from "./soak.js";
+import type { RestartResults } from "./report-restart.js";
+import { restartHeal } from "./restart.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
 const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]
@@ -43,8 +52,9 @@ const FULL = {
   overload: { callers: 1000, seconds: 30, healDelayMs: 1000 },
   soakMinutes: 2,
   soak: { restartEveryMs: 20_000, outageMs: 3_000 },
+  restart: { oneNode: { nodes: 1, volumesPerNode: 500 }, fleet: { nodes: 20, volumesPerNode: 50 } },
 };
-const QUICK = {
+const QUICK: Size = {
   volumes: 64,
   burst: 64,
   calls: { 1: 30, 64: 128 },
@@ -52,7 +62,10 @@ const QUICK = {
   overload: { callers: 64, seconds: 3, healDelayMs: 200 },
   soakMinutes: 0.2,
   soak: { restartEveryMs: 5_000, outageMs: 1_000 },
+  restart: { oneNode: { nodes: 1, volumesPerNode: 40 }, fleet: { nodes: 3, volumesPerNode: 10 } },
 };
+/** The healer controller's own defaults, kept by the floor too. */
+const CONTROLLER_BOUNDS = { perNodeConcurrency: 8, maxConcurrentHeals: 64 };
 const CONCURRENCY = [1, 64] as const;
 const HEAL_DELAY_MS = 5;
 const MAX_INFLIGHT = 32;
@@ -121,6 +134,18 @@ interface Stack {
 }
 
 type Size = typeof FULL;
+
+/** The headline: both restart cases, one after the other, each in a directory of its own. */
+async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
+  const run = async (key: keyof RestartResults, title: string) => {
+    const caseDir = join(dir, key);
+    mkdirSync(caseDir);
+    const fleet = size.restart[key];
+    progress(`headline ${key === "oneNode" ? "1" : "2"}/2: ${title}: ${fleet.nodes} node(s) x ${fleet.volumesPerNode} volumes, heal delay ${HEAL_DELAY_MS} ms`);
+    return restartHeal({ title, fleet, healDelayMs: HEAL_DELAY_MS, ...CONTROLLER_BOUNDS }, { dir: caseDir, cleanup, progress });
+  };
+  return { oneNode: await run("oneNode", "one node"), fleet: await run("fleet", "a fleet of nodes") };
+}
 
 /**
  * 1. Relay overhead. Every caller asks about its own volume, so the sidecar's single flight never
@@ -223,15 +248,17 @@ async function overload(stack: Stack, size: Size): Promise<Results["overload"]> 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const size = opts.quick ? QUICK : FULL;
+  const loadAtStart = loadavg()[0]!;
   cleanup.onSignal(progress);
-  const build = ensureCompiledSidecar(progress);
+  const build = ensureCompiled(progress, [COMPILED_SIDECAR, COMPILED_DRIVER_STUB, COMPILED_CONTROLLER]);
   progress(build);
   const dir = tempDir("csi-healer-bench-");
   let ok = false;
   cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
+  const restart = await restartHeals(dir, size);
 
   progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
-  const kube = await startKubeChild(size.volumes);
+  const kube = await startKubeChild({ seed: { volumes: size.volumes } });
   cleanup.add("in-memory Kubernetes API", () => kube.stop());
   const stub = await startDriverStub({ dir });
   cleanup.add("driver-stub", () => stub.stop());
@@ -258,6 +285,7 @@ async function main(): Promise<number> {
       cpus: cpus().length,
       totalMemoryBytes: totalmem(),
       loadAverage1m: loadavg()[0]!,
+      loadAverage1mAtStart: loadAtStart,
     },
     git: gitDescribe(),
     sidecar: { entry: COMPILED_SIDECAR, build },
@@ -266,6 +294,7 @@ async function main(): Promise<number> {
     memory: burst.memory,
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup },
     overload: overloaded,
+    restartHeal: restart,
     apiRequestsPerRepeatedCheck: relay.repeated.perHealthCheck,
     repeatedCheck: relay.repeated,
     reconnectMs: soaked.reconnectMs.length > 0 ? Math.max(...soaked.reconnectMs) : null,

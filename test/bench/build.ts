@@ -1,17 +1,23 @@
-// The bench measures the compiled sidecar (what the image runs), so dist/ must match the sources:
-// rebuild with `npm run build` when any source is newer than the bundle.
+// The bench measures the compiled programs (what the image runs: the sidecar as its bundle), so
+// dist/ must match the sources: rebuild with `npm run build` (tsc and the bundle) when any source is
+// newer than a compiled entry point it needs.
 import { spawnSync } from "node:child_process";
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../support/proc.js";
 import { SIDECAR_BUNDLE } from "./image.js";
 
-/** What the bench runs: the bundle, as the image does. */
+/** What the bench runs as the sidecar: the bundle, as the image does. */
 export const COMPILED_SIDECAR = SIDECAR_BUNDLE;
+export const COMPILED_DRIVER_STUB = "dist/driver-stub/main.js";
+export const COMPILED_CONTROLLER = "dist/controller/main.js";
+/** Source folders that end up in dist/ (those that exist: controller/ and common/ are newer). */
+const SOURCES = ["sidecar", "driver-stub", "controller", "common", "proto/gen"];
 
 function newestSource(dirs: string[]): { file: string; mtimeMs: number } {
   let newest = { file: "", mtimeMs: 0 };
   for (const dir of dirs) {
+    if (!existsSync(join(repoRoot, dir))) continue;
     for (const f of readdirSync(join(repoRoot, dir), { recursive: true }) as string[]) {
       if (!f.endsWith(".ts")) continue;
       const file = join(dir, f);
@@ -30,14 +36,16 @@ function mtime(file: string): number | undefined {
   }
 }
 
-/** Builds when needed; returns why it built (or that it did not have to). */
-export function ensureCompiledSidecar(log: (line: string) => void): string {
-  const built = mtime(COMPILED_SIDECAR);
-  const newest = newestSource(["sidecar", "proto/gen"]);
-  if (built !== undefined && built >= newest.mtimeMs) return `${COMPILED_SIDECAR} is up to date`;
-  const why = built === undefined ? `${COMPILED_SIDECAR} is missing` : `${newest.file} is newer than ${COMPILED_SIDECAR}`;
+/** Builds when one of `entries` is missing or older than a source; returns why it built (or that it did not have to). */
+export function ensureCompiled(log: (line: string) => void, entries: string[] = [COMPILED_SIDECAR, COMPILED_DRIVER_STUB]): string {
+  const newest = newestSource(SOURCES);
+  const stale = entries.map((e) => ({ e, built: mtime(e) })).find(({ built }) => built === undefined || built < newest.mtimeMs);
+  if (stale === undefined) return `${entries.join(", ")} up to date`;
+  const why = stale.built === undefined ? `${stale.e} is missing` : `${newest.file} is newer than ${stale.e}`;
   log(`${why}: npm run build ...`);
   const r = spawnSync("npm", ["run", "--silent", "build"], { cwd: repoRoot, stdio: ["ignore", 2, 2] });
   if (r.status !== 0) throw new Error(`npm run build failed (exit ${r.status ?? r.signal})`);
+  const missing = entries.filter((e) => mtime(e) === undefined);
+  if (missing.length > 0) throw new Error(`npm run build did not produce ${missing.join(", ")} (is its folder in tsconfig.build.json?)`);
   return `${why}; rebuilt with npm run build`;
 }

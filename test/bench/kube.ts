@@ -2,49 +2,61 @@
 import { fork } from "node:child_process";
 import { join } from "node:path";
 import { repoRoot } from "../support/proc.js";
-import type { FromChild, ToChild } from "./kube-child.js";
+import type { ChildSpec, Counts, FromChild, ToChild } from "./kube-child.js";
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 export interface KubeChild {
   readonly pid: number;
   readonly kubeconfig: string;
+  /** Kubeconfigs of the spec's extra identities, by name. */
+  readonly kubeconfigs: Record<string, string>;
   /** Requests served since the last reset, by "verb resource". */
   counters(): Promise<Record<string, number>>;
+  /** The same, and per username. */
+  countsByUser(): Promise<Counts>;
   reset(): Promise<void>;
+  /** Every object of a kind, read directly (not counted as a request). */
+  list(apiVersion: string, kind: string): Promise<object[]>;
   stop(): Promise<void>;
 }
 
-export async function startKubeChild(volumes: number): Promise<KubeChild> {
-  const child = fork(join(repoRoot, "test/bench/kube-child.ts"), [String(volumes)], {
+export async function startKubeChild(spec: ChildSpec): Promise<KubeChild> {
+  const child = fork(join(repoRoot, "test/bench/kube-child.ts"), [JSON.stringify(spec)], {
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const waiting = new Map<number, (m: FromChild) => void>();
   let nextId = 0;
-  const ready = new Promise<{ kubeconfig: string }>((resolve, reject) => {
+  const ready = new Promise<Extract<FromChild, { type: "ready" }>>((resolve, reject) => {
     child.on("message", (m: FromChild) => {
       if (m.type === "ready") resolve(m);
       else waiting.get(m.id)?.(m);
     });
     void exited.then(() => reject(new Error("the in-memory Kubernetes API process exited")));
   });
-  const ask = (type: ToChild["type"]) =>
+  const ask = (m: DistributiveOmit<ToChild, "id">) =>
     new Promise<FromChild>((resolve, reject) => {
       const id = ++nextId;
-      waiting.set(id, (m) => (waiting.delete(id), resolve(m)));
-      child.send({ id, type } satisfies ToChild, (err) => err && reject(err));
+      waiting.set(id, (answer) => (waiting.delete(id), resolve(answer)));
+      child.send({ id, ...m } as ToChild, (err) => err && reject(err));
     });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     await exited;
   };
   try {
-    const { kubeconfig } = await ready;
+    const { kubeconfig, kubeconfigs } = await ready;
+    const counts = async () => ((await ask({ type: "counters" })) as Extract<FromChild, { type: "counters" }>).counters;
     return {
       pid: child.pid!,
       kubeconfig,
-      counters: async () => ((await ask("counters")) as Extract<FromChild, { type: "counters" }>).counters,
-      reset: async () => void (await ask("reset")),
+      kubeconfigs,
+      counters: async () => (await counts()).total,
+      countsByUser: counts,
+      reset: async () => void (await ask({ type: "reset" })),
+      list: async (apiVersion, kind) => ((await ask({ type: "list", apiVersion, kind })) as Extract<FromChild, { type: "list" }>).objects,
       stop,
     };
   } catch (err) {

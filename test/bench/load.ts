@@ -65,3 +65,50 @@ export function maxOverlap(intervals: readonly { t0: number; t1: number }[]): nu
   }
   return max;
 }
+
+/**
+ * Sends one call per item, at most `perKey` at once for items of one key (one driver) and at most
+ * `total` at once overall — the bounds the healer controller keeps (per sidecar, per cluster).
+ * Items of a key go in order; a free slot goes to the next key, round-robin. Any failure fails the run.
+ */
+export async function runBounded<T>(
+  items: readonly T[],
+  keyOf: (item: T) => string,
+  bounds: { perKey: number; total: number },
+  send: (item: T) => Promise<Outcome<unknown>>,
+): Promise<{ wallMs: number }> {
+  const queues = new Map<string, T[]>();
+  for (const item of items) {
+    const k = keyOf(item);
+    if (!queues.has(k)) queues.set(k, []);
+    queues.get(k)!.push(item);
+  }
+  const busy = new Map<string, number>([...queues.keys()].map((k) => [k, 0]));
+  const keys = [...queues.keys()];
+  let turn = 0;
+  let inflight = 0;
+  let failure: string | undefined;
+  const started = performance.now();
+  await new Promise<void>((resolve) => {
+    const pump = () => {
+      while (failure === undefined && inflight < bounds.total) {
+        const k = keys.map((_, d) => keys[(turn + d) % keys.length]!).find((key) => queues.get(key)!.length > 0 && busy.get(key)! < bounds.perKey);
+        if (k === undefined) break;
+        turn = (keys.indexOf(k) + 1) % keys.length;
+        const item = queues.get(k)!.shift()!;
+        busy.set(k, busy.get(k)! + 1);
+        inflight++;
+        void send(item).then((o) => {
+          if (!o.ok) failure ??= `${k}: ${codeName(o.code)} ${o.details}`;
+          busy.set(k, busy.get(k)! - 1);
+          inflight--;
+          pump();
+        });
+      }
+      if (inflight === 0) resolve();
+    };
+    pump();
+  });
+  if (failure !== undefined) throw new Error(failure);
+  return { wallMs: performance.now() - started };
+}

@@ -1,5 +1,6 @@
 // A process's memory as the kernel sees it (/proc/<pid>/status): resident set now (VmRSS) and
-// its high-water mark over the process's life (VmHWM), sampled while something runs.
+// its high-water mark over the process's life (VmHWM), sampled while something runs; and its CPU time.
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 export interface Memory {
@@ -35,3 +36,14 @@ export function sampleMemory(pid: number, everyMs = 5): { stop(): { peakRssBytes
 }
 
 export const mib = (bytes: number) => bytes / (1024 * 1024);
+
+let ticksPerSecond: number | undefined;
+
+/** CPU time (user + system) a process has used so far, in ms, from /proc/<pid>/stat. */
+export function readCpuMs(pid: number): number {
+  ticksPerSecond ??= Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command name (which may hold spaces) in parentheses: utime is the 14th field, stime the 15th.
+  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(rest[11]) + Number(rest[12])) * 1000) / ticksPerSecond;
+}

@@ -4,6 +4,7 @@ import { formatTable } from "../demo/table.js";
 import type { LoadResult } from "./load.js";
 import type { OverloadResult } from "./overload.js";
 import { mib } from "./memory.js";
+import { renderRestart, type RestartResults } from "./report-restart.js";
 import type { SoakResults } from "./soak.js";
 import type { RepeatedCheckCost } from "./repeated.js";
 
@@ -20,7 +21,7 @@ export interface Results {
   timestamp: string;
   mode: "full" | "quick";
   node: string;
-  machine: { platform: string; arch: string; kernel: string; cpuModel: string; cpus: number; totalMemoryBytes: number; loadAverage1m: number };
+  machine: { platform: string; arch: string; kernel: string; cpuModel: string; cpus: number; totalMemoryBytes: number; loadAverage1m: number; loadAverage1mAtStart: number };
   git: { commit: string; dirty: boolean } | undefined;
   sidecar: { entry: string; build: string };
   relay: { concurrency: number; direct: LoadResult; sidecar: LoadResult }[];
@@ -40,6 +41,8 @@ export interface Results {
   };
   memory: { idleRssBytes: number; peakRssBytes: number; hwmBytes: number; samples: number };
   startup: { relaySidecar: Startup; burstSidecar: Startup };
+  /** The headline: time to heal after a node-plugin restart, through the healer controller. */
+  restartHeal: RestartResults;
   overload: OverloadResult;
   /** API requests per GetVolumeHealth of a volume already checked (see repeated.ts). */
   apiRequestsPerRepeatedCheck: number;
@@ -90,9 +93,11 @@ export function renderTables(r: Results): string {
   const m = r.machine;
   return [
     `csi-addons-healer bench (${r.mode}), ${r.timestamp}`,
-    `node ${r.node}, ${m.platform} ${m.arch} ${m.kernel}, ${m.cpus} x ${m.cpuModel}, ${MiB(m.totalMemoryBytes)} RAM, load ${m.loadAverage1m.toFixed(2)}` +
+    `node ${r.node}, ${m.platform} ${m.arch} ${m.kernel}, ${m.cpus} x ${m.cpuModel}, ${MiB(m.totalMemoryBytes)} RAM, load average ${m.loadAverage1mAtStart.toFixed(2)} at the start, ${m.loadAverage1m.toFixed(2)} at the end (${m.cpus} cores; above that, other work competed)` +
       (r.git ? `, commit ${r.git.commit.slice(0, 12)}${r.git.dirty ? " (dirty)" : ""}` : ""),
     `sidecar: node ${r.sidecar.entry} (${r.sidecar.build})`,
+    "",
+    renderRestart(r.restartHeal),
     "",
     `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
     formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct"], relayRows),

@@ -24,22 +24,25 @@ export function stubState(n: number, spec: VolumeSpec): StubState {
   return { volumes: Object.fromEntries(Array.from({ length: n }, (_, i) => [volumeId(i), { ...spec }])) };
 }
 
-/** NodeGetVolumeHealth as the sidecar sends it for volume i (fixtures' PVs carry pool: rbd). */
-export function directHealthRequest(i: number) {
+/** NodeGetVolumeHealth as the sidecar sends it for a fixture PV (they carry pool: rbd). */
+export function healthRequest(pvName: string, volumeId: string) {
   return {
-    volumeId: volumeId(i),
-    stagingTargetPath: stagingPath(STAGING_ROOT, pvName(i), DRIVER, volumeId(i), false),
+    volumeId,
+    stagingTargetPath: stagingPath(STAGING_ROOT, pvName, DRIVER, volumeId, false),
     volumePath: "",
     volumeContext: { pool: "rbd" },
   };
 }
 
-/** NodeHealVolume as the sidecar sends it for volume i (RWO ext4, attached without metadata). */
-export function directHealRequest(i: number) {
+/** NodeHealVolume as the sidecar sends it for a fixture PV (RWO ext4, attached without metadata). */
+export function healRequest(pvName: string, volumeId: string) {
   return {
-    ...directHealthRequest(i),
-    volumeCapability: volumeCapability(pv(pvName(i), { handle: volumeId(i) }) as unknown as PersistentVolume),
+    ...healthRequest(pvName, volumeId),
+    volumeCapability: volumeCapability(pv(pvName, { handle: volumeId }) as unknown as PersistentVolume),
     secrets: {},
     publishContext: {},
   };
 }
+
+export const directHealthRequest = (i: number) => healthRequest(pvName(i), volumeId(i));
+export const directHealRequest = (i: number) => healRequest(pvName(i), volumeId(i));

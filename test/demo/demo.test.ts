@@ -18,13 +18,13 @@ function startedByDemo(out: string): { pids: number[]; dir: string } {
   return { pids: pidsIn(out), dir };
 }
 
-async function assertNothingLeft(out: string, started = 3): Promise<void> {
+async function assertNothingLeft(out: string, started = 4): Promise<void> {
   const { pids, dir } = startedByDemo(out);
   assert.ok(pids.length >= started, `the demo names the pids it started: ${pids.join(", ")}`);
   await waitFor("every process the demo started to be gone", () => pids.every((p) => !alive(p)) && processesMentioning(dir).length === 0, { timeoutMs: 10_000 });
 }
 
-test("npm run demo tells the healing story, checks every step, exits 0 and leaves nothing running", { timeout: DEMO_TIMEOUT_MS }, async () => {
+test("npm run demo tells the healing story with the real controller healing on its own, checks every step, exits 0 and leaves nothing running", { timeout: DEMO_TIMEOUT_MS }, async () => {
   const child = spawn("npm", ["run", "--silent", "demo"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
@@ -34,23 +34,30 @@ test("npm run demo tells the healing story, checks every step, exits 0 and leave
   assert.equal(code, 0, `demo exit code\n${out}\n${err}`);
 
   for (const line of [
-    /^\[1\/9\] Kubernetes: /m,
+    /^\[1\/10\] Kubernetes: /m,
     /kubeconfig: \/\S+\.yaml$/m,
     /caller auth is OFF for this local demo \(--enable-auth=false\)/,
     /sidecar log \(JSON lines\): \/\S+sidecar\.log$/m,
     /GetCapabilities .*: Service NODE_SERVICE, VolumeHealer GET_VOLUME_HEALTH, VolumeHealer HEAL_VOLUME$/m,
     /pv-raw +-> volume vol-raw +HEALTHY$/m,
-    /GetVolumeHealth pv-shared: ABNORMAL \(TransportEndpointNotConnected\)/,
-    /HealVolume pv-shared +IF_ABNORMAL -> HEALED +now HEALTHY$/m,
-    /HealVolume pv-postgres +IF_ABNORMAL -> NOT_NEEDED/,
+    /GetVolumeHealth pv-shared: (ABNORMAL \(TransportEndpointNotConnected\)|already healed again)/,
+    /csi-addons-healer-controller pid \d+, /,
+    /^ +controller: HealVolume pv-raw +IF_ABNORMAL -> NOT_NEEDED$/m,
+    /handledRestart: "[^"]+" \(this node's history is now known\)$/m,
+    /^ +controller: HealVolume pv-shared +IF_ABNORMAL -> HEALED +now HEALTHY$/m,
+    /^ +controller: HealVolume pv-postgres +IF_ABNORMAL -> NOT_NEEDED/m,
+    /Event on PersistentVolume pv-shared: VolumeHealed: /,
     /killed driver-stub pid \d+/,
     /meanwhile: UNAVAILABLE/,
     /driverRestartedAt: \(none\) -> \d{4}-\d\d-\d\dT[\d:.]+Z$/m,
     /GetIdentity: boot id (\S+) -> (?!\1)\S+$/m,
-    /HealVolume pv-raw +ALWAYS -> HEALED +now HEALTHY$/m,
+    /^ +controller: HealVolume pv-raw +ALWAYS -> (HEALED +now HEALTHY|NOT_NEEDED +now HEALTHY \(a periodic pass, retrying since the crash, healed it just before\))$/m,
+    /^ +driver back -> last volume healed: \d+ ms \(/m,
+    /^ +controller \/metrics: \S+/m,
     /calls on the driver's CSI socket .*: 0$/m,
     /^Summary$/m,
-    /^ +pv-shared +vol-shared +xfs, RWX +HEALTHY +ABNORMAL +HEALED +ABNORMAL +HEALED +HEALTHY$/m,
+    /^ +pv-shared +vol-shared +xfs, RWX +HEALTHY +NOT_NEEDED +ABNORMAL +HEALED +ABNORMAL +HEALED( \(periodic\))? +HEALTHY$/m,
+    /^ +pv-raw +vol-raw +raw block +HEALTHY +NOT_NEEDED +- +NOT_NEEDED +ABNORMAL +HEALED( \(periodic\))? +HEALTHY$/m,
     /^All \d+ checks passed/m,
   ]) {
     assert.match(out, line);
@@ -67,7 +74,7 @@ test("--hold keeps everything running until Ctrl-C, then stops it all and exits 
   const demo = startTs("test/demo/demo.ts", ["--hold"]);
   await demo.waitForOutput("Press Ctrl-C to stop.", DEMO_TIMEOUT_MS - 10_000);
   const { pids } = startedByDemo(demo.stdout());
-  assert.ok(pids.slice(1).every(alive), "the sidecar and the restarted driver still run while held");
+  assert.ok(pids.slice(1).every(alive), "the sidecar, the controller and the restarted driver still run while held");
   demo.child.kill("SIGINT");
   assert.equal(await demo.exited, 0);
   assert.match(demo.stdout(), /SIGINT: stopping everything this run started/);

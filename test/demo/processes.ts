@@ -1,40 +1,18 @@
 // What the demo and the bench share about the processes they start: the sidecar as a real process
-// whose JSON log goes to a file (not to our terminal), and one place that stops everything that was
-// started — in reverse order, once, also on failure and on Ctrl-C.
-import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
+// (see logged-process.ts), and one place that stops everything that was started — in reverse
+// order, once, also on failure and on Ctrl-C.
 import { dirname, join } from "node:path";
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
-import { repoRoot, terminate } from "../support/proc.js";
-import { waitFor } from "../support/wait.js";
 import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS } from "../bench/image.js";
+import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
-export interface LogLine {
-  message: string;
-  timestamp: string;
-  [key: string]: unknown;
-}
+export { readLogLines, type LogLine } from "./logged-process.js";
 
-export interface SidecarProcess {
-  readonly child: ChildProcess;
-  readonly pid: number;
-  /** Date.now() just before the spawn. */
-  readonly spawnedAt: number;
+export interface SidecarProcess extends LoggedProcess {
   readonly port: number;
   readonly httpPort: number;
   /** host:port of the controller-facing gRPC server. */
   readonly address: string;
-  readonly logFile: string;
-  readonly exited: Promise<number | string>;
-  /** The JSON lines of the log file so far (anything else — a stray stderr line — is skipped). */
-  logLines(): LogLine[];
-  /** GET /readyz: the status code and the body (the reason). */
-  readyz(): Promise<{ status: number; body: string }>;
-  metrics(): Promise<string>;
-  /** Waits until /readyz answers `status` (200 = SERVING, 503 = NOT_SERVING). */
-  waitReadyz(status: 200 | 503, timeoutMs?: number): Promise<void>;
-  /** SIGTERM (the sidecar drains and exits 0), SIGKILL after graceMs. */
-  stop(graceMs?: number): Promise<number | string>;
 }
 
 export interface SidecarSpawnOptions {
@@ -43,6 +21,9 @@ export interface SidecarSpawnOptions {
   driverSocket: string;
   kubeconfig: string;
   logFile: string;
+  /** The node and node-plugin pod it runs for; default the fixtures' NODE and POD. */
+  node?: string;
+  pod?: string;
   /** More flags, e.g. ["--max-inflight=32"]. */
   args?: string[];
   /** Environment added to ours, e.g. NODE_OPTIONS. */
@@ -53,8 +34,8 @@ export interface SidecarSpawnOptions {
 export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
   return [
     `--csi-addons-address=unix://${o.driverSocket}`,
-    `--node-id=${NODE}`,
-    `--pod=${POD}`,
+    `--node-id=${o.node ?? NODE}`,
+    `--pod=${o.pod ?? POD}`,
     `--namespace=${NAMESPACE}`,
     "--controller-ip=127.0.0.1",
     "--controller-port=0",
@@ -67,73 +48,18 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
   ];
 }
 
-export function readLogLines(file: string): LogLine[] {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch {
-    return [];
-  }
-  const lines: LogLine[] = [];
-  for (const l of text.split("\n")) {
-    if (!l.startsWith("{")) continue;
-    try {
-      lines.push(JSON.parse(l) as LogLine);
-    } catch {
-      // a line still being written
-    }
-  }
-  return lines;
-}
-
 export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProcess> {
-  const entry = o.build === "source" ? ["--import", "tsx", join(repoRoot, "sidecar/main.ts")] : [...SIDECAR_NODE_FLAGS, join(repoRoot, SIDECAR_BUNDLE)];
-  const fd = openSync(o.logFile, "a");
-  const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [...entry, ...localSidecarArgs(o)], { cwd: repoRoot, stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } });
-  closeSync(fd);
-  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
-  const running = () => child.exitCode === null && child.signalCode === null;
-  const logLines = () => readLogLines(o.logFile);
-  /** waitFor, but giving up as soon as the sidecar exits (waitFor itself retries on errors). */
-  const waitWhileRunning = async <T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number): Promise<T> => {
-    const gone = Symbol("exited");
-    const r = await waitFor<T | typeof gone>(what, () => (running() ? probe() : gone), { timeoutMs });
-    if (r === gone) throw new Error(`the sidecar exited (${child.exitCode ?? child.signalCode}) while waiting for ${what}; see ${o.logFile}`);
-    return r;
-  };
-  let started: LogLine;
-  try {
-    started = await waitWhileRunning("the sidecar's \"sidecar started\" log line", () => logLines().find((l) => l.message === "sidecar started"), 30_000);
-  } catch (err) {
-    if (running()) child.kill("SIGKILL");
-    await exited;
-    throw err;
-  }
-  const port = started["controllerPort"] as number;
-  const httpPort = started["httpPort"] as number;
-  const http = (path: string) => fetch(`http://127.0.0.1:${httpPort}${path}`);
-  const readyz = async () => {
-    const res = await http("/readyz");
-    return { status: res.status, body: (await res.text()).trim() };
-  };
-  return {
-    child,
-    pid: child.pid!,
-    spawnedAt,
-    port,
-    httpPort,
-    address: `127.0.0.1:${port}`,
+  const p = await spawnLogged({
+    what: "the sidecar",
+    // Compiled: the bundle under deploy/'s V8 flags, as the image runs it.
+    ...(o.build === "source" ? { entry: "sidecar/main.ts" } : { entry: SIDECAR_BUNDLE, nodeArgs: SIDECAR_NODE_FLAGS }),
+    args: localSidecarArgs(o),
+    env: o.env,
     logFile: o.logFile,
-    exited,
-    logLines,
-    readyz,
-    metrics: async () => (await http("/metrics")).text(),
-    async waitReadyz(status, timeoutMs = 30_000) {
-      await waitWhileRunning(`the sidecar's /readyz to answer ${status}`, async () => (await readyz().catch(() => undefined))?.status === status, timeoutMs);
-    },
-    stop: (graceMs = 10_000) => (running() ? terminate(child, exited, graceMs) : exited),
-  };
+    startedMessage: "sidecar started",
+  });
+  const port = p.started["controllerPort"] as number;
+  return Object.assign(p, { port, httpPort: p.started["httpPort"] as number, address: `127.0.0.1:${port}` });
 }
 
 /**

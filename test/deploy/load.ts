@@ -117,3 +117,8 @@ export function findOne(manifests: Manifest[] | K8sObject[], kind: string, name?
   if (hits.length !== 1) throw new Error(`expected one ${kind}${name ? ` ${name}` : ""}, found ${hits.length}`);
   return hits[0]!;
 }
+
+/** base plus kustomize Components under deploy/components/, rendered as an overlay adds them. */
+export function loadComponents(...names: string[]): Manifest[] {
+  return renderOverlay({ resources: ["base"], components: names.map((n) => `components/${n}`) }).map((doc) => ({ file: `base + ${names.join(" + ")}`, doc }));
+}

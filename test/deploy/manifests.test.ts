@@ -36,6 +36,7 @@ const componentDirs = readdirSync(join(deployDir, "components")).filter((d) => e
 const top = skip ? [] : render("");
 const base = skip ? [] : render("base");
 const ceph = skip ? [] : render("examples/ceph-csi-rbd");
+const controllerPlugin = skip ? [] : render("examples/controller-plugin");
 
 describe("deploy/ layout", { skip }, () => {
   test("every YAML file is used: by a kustomization, or a patch deploy/README.md applies", () => {
@@ -60,6 +61,7 @@ describe("deploy/ layout", { skip }, () => {
       ["deploy/", top],
       ["deploy/base", base],
       ["deploy/examples/ceph-csi-rbd", ceph],
+      ["deploy/examples/controller-plugin", controllerPlugin],
       ["overlay of deploy/ into storage-healer", renderOverlay({ namespace: "storage-healer", resources: [""] })],
       ...componentDirs.map((d) => [`base + components/${d}`, renderOverlay({ resources: ["base"], components: [`components/${d}`] })] as [string, K8sObject[]]),
     ];
@@ -140,6 +142,24 @@ describe("deploy/ layout", { skip }, () => {
     // The same permissions as the example install, bound to another ServiceAccount.
     const strip = (objects: K8sObject[]) => objects.filter((o) => o.kind.endsWith("Role")).map((o) => (o as { rules?: unknown }).rules);
     assert.deepEqual(strip(ceph), strip(base));
+  });
+
+  test("the controller-plugin example: two replicas with the sidecar, its own ServiceAccount bound, Lease rights, no Namespace", () => {
+    const deployment = findOne(controllerPlugin, "Deployment") as K8sObject & {
+      spec: { replicas: number; template: { spec: { serviceAccountName: string; containers: { name: string; args?: string[] }[] } } };
+    };
+    assert.equal(deployment.spec.replicas, 2, "a standby sidecar to take the Lease over");
+    const pod = deployment.spec.template.spec;
+    const sidecar = pod.containers.find((c) => c.name === "csi-addons-healer");
+    assert.ok(sidecar, "the sidecar container");
+    assert.ok(sidecar.args?.includes("--require-tls-files"));
+    assert.equal(names(controllerPlugin, "Namespace").length, 0);
+    for (const b of bindings(controllerPlugin)) {
+      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "csi-addons-system" }]);
+    }
+    const role = findOne(controllerPlugin, "Role") as K8sObject & { rules: Rule[] };
+    const lease = role.rules.find((r) => r.resources.includes("leases"));
+    assert.deepEqual(lease?.verbs, ["get", "create", "update"], "the Lease <driver>-csi-addons: read, create, renew");
   });
 
   test("two installs (two drivers, or two namespaces) never share a cluster-scoped object", () => {
@@ -228,6 +248,7 @@ describe("RBAC", { skip }, () => {
     const table = (list: Rule[]) => list.map((r) => `${r.apiGroups.join(",") || "core"}/${r.resources.join(",")}: ${r.verbs.join(",")}`).sort();
     assert.deepEqual(table(rules.namespaced), [
       "apps/replicasets: get",
+      "coordination.k8s.io/leases: get,create,update",
       "core/pods: get",
       "csiaddons.openshift.io/csiaddonsnodes: get,watch,create,update,delete",
     ]);
@@ -244,7 +265,8 @@ describe("RBAC", { skip }, () => {
   test("no wildcards, no escalation verbs, secrets get only", () => {
     for (const r of all) {
       for (const v of [...r.verbs, ...r.apiGroups, ...r.resources, ...(r.resourceNames ?? [])]) assert.ok(!v.includes("*"), `wildcard in ${JSON.stringify(r)}`);
-      for (const v of ["escalate", "bind", "impersonate", "patch", "deletecollection"]) assert.ok(!r.verbs.includes(v), `${v} in ${JSON.stringify(r)}`);
+      // "call" is the callers' permission (AUTH-POLICY): a sidecar holding it could call every sidecar.
+      for (const v of ["escalate", "bind", "impersonate", "patch", "deletecollection", "call"]) assert.ok(!r.verbs.includes(v), `${v} in ${JSON.stringify(r)}`);
       if (r.resources.includes("secrets")) assert.deepEqual(r.verbs, ["get"]);
       assert.ok(r.resources.every((res) => !res.includes("/")), `subresource in ${JSON.stringify(r)}`);
     }
@@ -254,7 +276,7 @@ describe("RBAC", { skip }, () => {
   test("the sidecar never holds the callers' permission (call), in any rendering", () => {
     // AUTH-POLICY: a node can mint tokens for its pods' ServiceAccounts, so "call" must stay with the callers.
     assert.ok(!all.some((r) => r.verbs.includes("call") || r.verbs.includes("*")), "the sidecar's ServiceAccount may call sidecars");
-    for (const objects of [base, ceph]) {
+    for (const objects of [base, ceph, controllerPlugin]) {
       for (const role of objects.filter((o) => o.kind.endsWith("Role")) as (K8sObject & { rules: Rule[] })[]) {
         assert.ok(!role.rules.some((r) => r.verbs.includes("call")), `${role.kind} ${role.metadata.name} holds call`);
       }

@@ -42,6 +42,13 @@ describe("driver-stub identity", () => {
     assert.equal((await fx.c.getCapabilities()).capabilities.length, 3);
   });
 
+  it("controllerService in the state file adds Service CONTROLLER_SERVICE (a controller plugin)", async (t) => {
+    t.after(() => fx.stub.setState({}));
+    fx.stub.setState({ capabilities: { controllerService: true } });
+    const controller = { type: { $case: "service" as const, service: { type: Service.CONTROLLER_SERVICE } } };
+    assert.deepEqual((await fx.c.getCapabilities()).capabilities, [service, healer(Healer.GET_VOLUME_HEALTH), healer(Healer.HEAL_VOLUME), controller]);
+  });
+
   it("Probe answers ready=true explicitly, and follows `ready` in the state file without a restart", async (t) => {
     t.after(() => fx.stub.setState({}));
     assert.deepEqual(await fx.c.probe(), { ready: true });

@@ -45,6 +45,7 @@ describe("driver-stub state file", () => {
       volumeReplication: false,
       replicationDestinationInfo: false,
       volumeGroup: false,
+      controllerService: false,
     });
     assert.deepEqual(s.volumes.get("v"), { state: "HEALTHY", reason: "", message: "", heal: "SUCCEED", delayMs: 0, locked: false });
     assert.deepEqual(resolveState({}).volumes.size, 0);

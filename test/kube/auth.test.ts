@@ -16,6 +16,7 @@ kubeSuite({ crdFiles: [upstreamCrdFile], requireRbac: true }, async (k) => {
   api.auth.addToken("sidecar-token", { username: "system:serviceaccount:csi:healer", groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
   api.auth.addToken("caller-token", { username: "controller", audiences: ["csi-addons"] });
   api.auth.addToken("old-token", { username: "bob", expired: true });
+  api.auth.addToken("multi-token", { username: "carol", audiences: ["csi-addons", "healer"] });
   user = clients(api.writeKubeconfig("user-token", "alice"));
   await api.create(csiNode("existing"));
 });
@@ -91,12 +92,37 @@ describe("TokenReview", () => {
     assert.equal(r.status?.authenticated, true);
     assert.deepEqual({ ...r.status?.user }, { username: "controller", groups: ["system:authenticated"] });
     assert.deepEqual(r.status?.audiences, ["csi-addons"]);
-    const legacy = await review("user-token", ["anything"]);
+    const legacy = await review("user-token");
     assert.deepEqual({ ...legacy.status?.user }, { username: "alice", uid: "u-1", groups: ["team", "system:authenticated"] });
   });
 
+  test("with spec.audiences: authenticated for the intersection with the token's audiences, else not at all", async () => {
+    const both = await review("multi-token", ["other", "csi-addons", "healer"]);
+    assert.equal(both.status?.authenticated, true);
+    assert.deepEqual(both.status?.audiences, ["csi-addons", "healer"]);
+    const none = await review("multi-token", ["other"]);
+    assert.equal(none.status?.authenticated, false);
+    assert.match(none.status?.error ?? "", /token audiences \["csi-addons","healer"\] is invalid for the target audiences \["other"\]/);
+    // The API server's audience is not implied once audiences are named.
+    assert.equal((await review("sidecar-token", ["csi-addons"])).status?.authenticated, false);
+  });
+
+  test("without spec.audiences: the API server's own audiences, which a token without audiences also has", async () => {
+    const sa = await review("sidecar-token");
+    assert.equal(sa.status?.authenticated, true);
+    assert.deepEqual(sa.status?.audiences, [KUBE_API_AUDIENCE]);
+    const legacy = await review("user-token");
+    assert.equal(legacy.status?.authenticated, true);
+    assert.deepEqual(legacy.status?.audiences, [KUBE_API_AUDIENCE]);
+    // A token bound to other audiences only is not the API server's.
+    assert.equal((await review("caller-token")).status?.authenticated, false);
+    // Asking for the API server's audience by name is the same question.
+    assert.equal((await review("sidecar-token", [KUBE_API_AUDIENCE])).status?.authenticated, true);
+  });
+
   test("unknown, expired and wrong-audience tokens → 201 with authenticated: false, never an HTTP error", async () => {
-    for (const [token, aud] of [["nope", undefined], ["old-token", undefined], ["caller-token", ["other"]], ["caller-token", undefined]] as const) {
+    const cases = [["nope", undefined], ["old-token", undefined], ["caller-token", ["other"]], ["caller-token", undefined], ["user-token", ["anything"]]] as const;
+    for (const [token, aud] of cases) {
       const r = await review(token, aud as string[] | undefined);
       assert.equal(r.status?.authenticated, false, token);
       assert.ok(r.status?.error, token);

@@ -5,6 +5,8 @@
 
 /** The audience of the API server's own tokens (service-account tokens default to it). */
 export const KUBE_API_AUDIENCE = "https://kubernetes.default.svc.cluster.local";
+/** The API server's audiences (its --api-audiences, which default to the service-account issuer). */
+export const KUBE_API_AUDIENCES: readonly string[] = [KUBE_API_AUDIENCE];
 
 export interface TokenUser { username: string; uid?: string; groups?: string[]; audiences?: string[]; expired?: boolean }
 export interface Rule { verbs: string[]; apiGroups: string[]; resources: string[]; resourceNames?: string[]; namespace?: string }
@@ -44,16 +46,20 @@ export class Auth {
   }
 
   /**
-   * Authenticates a token for `audiences` (empty = the API server's own audience). A token
-   * without audiences is a legacy token valid for any audience; one with audiences must share one.
+   * Authenticates a token for `audiences`; empty = the API server's own audiences, as a TokenReview
+   * without spec.audiences is and every request to the API server itself. The token is valid when
+   * its audiences and the wanted ones intersect; the intersection is what status.audiences reports.
+   * A token without audiences (a legacy service-account token, a static token) is valid for the API
+   * server's audiences only, as the real authenticators treat audience-less tokens.
    */
   review(token: string | undefined, audiences: string[] = []): { subject?: Subject; audiences?: string[]; error?: string } {
     const u = token ? this.tokens.get(token) : undefined;
     if (!u) return { error: "invalid bearer token" };
     if (u.expired) return { error: "token has expired" };
-    const wanted = audiences.length > 0 ? audiences : [KUBE_API_AUDIENCE];
-    const granted = u.audiences?.length ? wanted.filter((a) => u.audiences!.includes(a)) : wanted;
-    if (granted.length === 0) return { error: `token audiences ${JSON.stringify(u.audiences)} is invalid for the target audiences ${JSON.stringify(wanted)}` };
+    const wanted = audiences.length > 0 ? audiences : KUBE_API_AUDIENCES;
+    const held = u.audiences?.length ? u.audiences : KUBE_API_AUDIENCES;
+    const granted = wanted.filter((a) => held.includes(a));
+    if (granted.length === 0) return { error: `token audiences ${JSON.stringify(held)} is invalid for the target audiences ${JSON.stringify(wanted)}` };
     const groups = [...(u.groups ?? [])];
     if (!groups.includes("system:authenticated")) groups.push("system:authenticated");
     return { subject: { username: u.username, uid: u.uid, groups }, audiences: granted };

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { KubeApi } from "./server.js";
-import { type Clients, kubeSuite, cn, csiNode, failure, G, mergePatch, nodesPath, P, recordWatch, upstreamCrdFile, V } from "./testkit.js";
+import { type Clients, clients, kubeSuite, cn, csiNode, failure, G, mergePatch, nodesPath, P, recordWatch, upstreamCrdFile, V } from "./testkit.js";
 import { waitFor } from "../support/wait.js";
 
 let api: KubeApi;
@@ -86,6 +86,22 @@ describe("counters", () => {
     assert.equal(api.counters.total({ resource: P }), 4);
     assert.equal(api.counters.total({ verb: "get" }), 3);
     assert.equal(api.counters.total(), 7);
+  });
+
+  test("count per authenticated user too, so a controller's requests and its sidecars' are told apart", async () => {
+    api.auth.addToken("counted-token", { username: "system:serviceaccount:csi:csi-plugin" });
+    const other = clients(api.writeKubeconfig("counted-token", "plugin"));
+    api.counters.reset();
+    await c.custom.getNamespacedCustomObject(cn("f-1"));
+    await other.custom.getNamespacedCustomObject(cn("f-1"));
+    await other.core.readNamespace({ name: "default" });
+    assert.deepEqual(api.counters.byUser(), {
+      "kube:admin": { "get csiaddonsnodes": 1 },
+      "system:serviceaccount:csi:csi-plugin": { "get csiaddonsnodes": 1, "get namespaces": 1 },
+    });
+    assert.equal(api.counters.total(), 3);
+    api.counters.reset();
+    assert.deepEqual(api.counters.byUser(), {});
   });
 
   test("direct access bypasses the counters", async () => {

@@ -2,6 +2,8 @@
 // names (get list watch create update patch delete) and the plural resource ("csiaddonsnodes",
 // "csiaddonsnodes/status"); non-resource requests count as "get <path>". Faults match on verb,
 // resource and/or path (a string is a path prefix, a RegExp is tested against the path).
+// Counts are also kept per authenticated user, so a run with several clients (a controller and
+// its sidecars) can say who made which requests.
 
 export interface Match { verb?: string; resource?: string; path?: string | RegExp }
 export interface RequestFacts { verb: string; resource: string; path: string }
@@ -12,12 +14,18 @@ const matches = (m: Match | undefined, f: RequestFacts) =>
     (m.resource === undefined || m.resource === f.resource) &&
     (m.path === undefined || (typeof m.path === "string" ? f.path.startsWith(m.path) : m.path.test(f.path))));
 
+const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+
 export class Counters {
   private readonly counts = new Map<string, number>();
+  private readonly users = new Map<string, Map<string, number>>();
 
-  record(f: RequestFacts): void {
+  record(f: RequestFacts, username?: string): void {
     const k = `${f.verb} ${f.resource}`;
-    this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
+    bump(this.counts, k);
+    if (username === undefined) return;
+    const mine = this.users.get(username) ?? new Map<string, number>();
+    this.users.set(username, bump(mine, k));
   }
 
   get(verb: string, resource: string): number {
@@ -35,12 +43,20 @@ export class Counters {
 
   reset(): void {
     this.counts.clear();
+    this.users.clear();
   }
 
   snapshot(): Record<string, number> {
-    return Object.fromEntries([...this.counts.entries()].sort(([a], [b]) => a.localeCompare(b)));
+    return sorted(this.counts);
+  }
+
+  /** The same counts, per authenticated username. */
+  byUser(): Record<string, Record<string, number>> {
+    return Object.fromEntries([...this.users.keys()].sort().map((u) => [u, sorted(this.users.get(u)!)]));
   }
 }
+
+const sorted = (m: Map<string, number>) => Object.fromEntries([...m.entries()].sort(([a], [b]) => a.localeCompare(b)));
 
 interface Failure { remaining: number; status: 500 | 503 | 429; match?: Match }
 interface Latency { ms: number; match?: Match }

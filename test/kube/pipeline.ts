@@ -72,7 +72,7 @@ export async function handle(deps: PipelineDeps, req: IncomingMessage, res: Serv
     const caller = deps.auth.authenticate(req.headers.authorization);
     if (!caller) throw unauthorized();
     const facts = { verb: ri.verb, resource: ri.isResource ? resourceWithSub(ri) : ri.path, path: ri.path };
-    deps.counters.record(facts);
+    deps.counters.record(facts, caller.username);
     const delay = deps.faults.delayFor(facts);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     const failure = deps.faults.takeFailure(facts);

@@ -48,7 +48,7 @@ export interface KubeApi {
   update(obj: unknown): object;
   delete(apiVersion: string, kind: string, namespace: string | undefined, name: string): void;
   list(apiVersion: string, kind: string, namespace?: string): object[];
-  counters: { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number> };
+  counters: { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number>; byUser(): Record<string, Record<string, number>> };
   faults: { failNext(n: number, status: 500 | 503 | 429, match?: Match): void; latency(ms: number, match?: Match): void; clear(): void; dropWatches(): void; down(): Promise<void>; up(): Promise<void> };
   auth: { addToken(token: string, user: TokenUser): void; allow(username: string, rule: Rule): void; clearRules(username?: string): void; setRequireRbac(on: boolean): void };
 }

@@ -1,5 +1,7 @@
-// Issue 6: who may call. TLS on the controller port, TokenReview with our audience,
-// SubjectAccessReview against the configured rule; health stays open.
+// Who may call (AUTH-POLICY): TLS on the controller port, a TokenReview for our audience or the
+// API server's (@api-server), a SubjectAccessReview for "call csiaddonsnodes" — a permission the
+// sidecar's own ServiceAccount does not hold; health stays open. The main sidecar runs with the
+// binary's defaults (no audience or verb flags), as a drop-in replacement of the upstream one would.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
@@ -9,7 +11,8 @@ import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
 import { service as healthService } from "grpc-health-check";
-import type { KubeApi } from "../kube/index.js";
+import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
+import { loadRbacRules, sidecarServiceAccount } from "../deploy/rbac.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
@@ -21,6 +24,9 @@ import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 
 const AUDIENCE = "csi-addons-healer";
 const HEALER_USER = "system:serviceaccount:csi-addons-system:healer-controller";
+const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
+const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
+const CSIADDONS = "csiaddons.openshift.io";
 const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
 let kube: KubeApi;
@@ -46,7 +52,17 @@ describe("caller authentication and authorization", () => {
     kube.auth.addToken("other-audience-token", { username: HEALER_USER, audiences: ["https://kubernetes.default.svc"] });
     kube.auth.addToken("expired-token", { username: HEALER_USER, audiences: [AUDIENCE], expired: true });
     kube.auth.addToken("bob-token", { username: "bob", audiences: [AUDIENCE] });
-    kube.auth.allow(HEALER_USER, { verbs: ["update"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+    kube.auth.addToken("updater-token", { username: "updater", audiences: [AUDIENCE] });
+    kube.auth.addToken("upstream-token", { username: UPSTREAM_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
+    kube.auth.addToken("sidecar-sa-token", { username: SIDECAR_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
+    kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+    kube.auth.allow(UPSTREAM_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"] });
+    // The old default permission, which every sidecar holds: no longer enough.
+    kube.auth.allow("updater", { verbs: ["get", "update"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+    // The sidecar's own ServiceAccount with exactly what deploy/ grants it.
+    const rbac = loadRbacRules();
+    for (const r of rbac.namespaced) kube.auth.allow(SIDECAR_USER, { ...r, namespace: NAMESPACE });
+    for (const r of rbac.cluster) kube.auth.allow(SIDECAR_USER, { ...r });
     const dir = tempDir();
     const pems = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
     caPem = pems.cert;
@@ -56,7 +72,7 @@ describe("caller authentication and authorization", () => {
     sidecar = await startSidecarProc({
       driverSocket: join(dir, "addons.sock"),
       kubeconfig: kube.kubeconfigPath,
-      args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`, `--tls-cert-file=${join(dir, "tls.crt")}`, `--tls-key-file=${join(dir, "tls.key")}`],
+      args: ["--enable-auth=true", `--tls-cert-file=${join(dir, "tls.crt")}`, `--tls-key-file=${join(dir, "tls.key")}`],
     });
     await waitFor("SERVING over TLS", async () => {
       const c = new HealthClient(sidecar.address, tlsCreds(), TLS_OPTS);
@@ -72,7 +88,7 @@ describe("caller authentication and authorization", () => {
     try {
       assert.deepEqual(stub.csiCalls(), []);
       const logs = sidecar.proc.stdout();
-      for (const t of ["good-token", "bob-token", "other-audience-token"]) assert.ok(!logs.includes(t), `token ${t} never logged`);
+      for (const t of ["good-token", "bob-token", "other-audience-token", "upstream-token", "sidecar-sa-token"]) assert.ok(!logs.includes(t), `token ${t} never logged`);
     } finally {
       await sidecar?.stop();
       await stub?.stop();
@@ -83,10 +99,12 @@ describe("caller authentication and authorization", () => {
   const cases: { name: string; md: Record<string, string>; code: keyof typeof grpc.status; details: RegExp }[] = [
     { name: "no token", md: {}, code: "UNAUTHENTICATED", details: /missing bearer token/ },
     { name: "not a bearer header", md: { authorization: "Basic dXNlcjpwYXNz" }, code: "UNAUTHENTICATED", details: /missing bearer token/ },
-    { name: "unknown token", md: bearer("garbage"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
-    { name: "wrong audience", md: bearer("other-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience csi-addons-healer/ },
+    { name: "unknown token", md: bearer("garbage"), code: "UNAUTHENTICATED", details: /not valid for audience csi-addons-healer or the API server's/ },
+    { name: "wrong audience", md: bearer("other-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
     { name: "expired token", md: bearer("expired-token"), code: "UNAUTHENTICATED", details: /not valid/ },
-    { name: "valid but not allowed", md: bearer("bob-token"), code: "PERMISSION_DENIED", details: /user bob may not update csiaddonsnodes\.csiaddons\.openshift\.io in namespace csi/ },
+    { name: "valid but not allowed", md: bearer("bob-token"), code: "PERMISSION_DENIED", details: /user bob may not call csiaddonsnodes\.csiaddons\.openshift\.io in namespace csi/ },
+    { name: "the old default permission (update csiaddonsnodes)", md: bearer("updater-token"), code: "PERMISSION_DENIED", details: /user updater may not call/ },
+    { name: "the sidecar's own ServiceAccount (deploy/'s RBAC, API-server audience)", md: bearer("sidecar-sa-token"), code: "PERMISSION_DENIED", details: new RegExp(`user ${SIDECAR_USER} may not call`) },
   ];
   for (const c of cases) {
     test(`${c.name} → ${c.code}, driver not called`, async () => {
@@ -112,6 +130,13 @@ describe("caller authentication and authorization", () => {
     client.close();
     assert.equal(kube.counters.get("create", "tokenreviews"), 1);
     assert.equal(kube.counters.get("create", "subjectaccessreviews"), 1);
+  });
+
+  test("a caller with \"call\" whose token carries the API server's audience gets through (@api-server is in the defaults)", async () => {
+    const client = healer();
+    const r = await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: bearer("upstream-token") });
+    client.close();
+    assert.ok(r.ok, JSON.stringify(r));
   });
 
   test("identity pass-through also needs a token", async () => {
@@ -142,6 +167,38 @@ describe("caller authentication and authorization", () => {
     client.close();
     assert.equal(r.ok, false);
     assert.ok(["UNAVAILABLE", "DEADLINE_EXCEEDED"].includes(codeName((r as any).code)), codeName((r as any).code));
+  });
+});
+
+describe("--auth-audience without @api-server", () => {
+  test("a token with the API server's audience is UNAUTHENTICATED even for a caller with \"call\"; our audience still works", async () => {
+    const k = await startTestKube([pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")]);
+    k.auth.addToken("upstream-token", { username: UPSTREAM_USER, audiences: [KUBE_API_AUDIENCE] });
+    k.auth.addToken("good-token", { username: HEALER_USER, audiences: [AUDIENCE] });
+    for (const u of [UPSTREAM_USER, HEALER_USER]) k.auth.allow(u, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"] });
+    const dir = tempDir();
+    const s = await startDriverStub({ dir, state: { volumes: { "vol-a": { state: "HEALTHY" } } } });
+    const sc = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: k.kubeconfigPath, args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`] });
+    const insecureTls = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false });
+    const client = new VolumeHealerClient(sc.address, insecureTls);
+    try {
+      const ask = (token: string) => call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: bearer(token) });
+      const ours = await waitFor("our audience accepted once SERVING", async () => {
+        const r = await ask("good-token");
+        return r.ok || codeName((r as any).code) !== "UNAVAILABLE" ? r : undefined;
+      });
+      assert.ok(ours.ok, JSON.stringify(ours));
+      const theirs = await ask("upstream-token");
+      assert.equal(theirs.ok, false);
+      assert.equal(codeName((theirs as any).code), "UNAUTHENTICATED");
+      assert.match((theirs as any).details, /not valid for audience csi-addons-healer$/);
+      assert.equal(k.counters.get("create", "subjectaccessreviews"), 1, "no SubjectAccessReview for an unauthenticated token");
+    } finally {
+      client.close();
+      await sc.stop();
+      await s.stop();
+      await k.stop();
+    }
   });
 });
 

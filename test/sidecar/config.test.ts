@@ -33,7 +33,18 @@ test("defaults of DESIGN 4.1", () => {
   assert.equal(c.timeoutMs, 180_000);
   assert.equal(c.httpEndpoint, undefined);
   assert.equal(c.logFormat, "json");
-  assert.deepEqual(c.authz, { verb: "update", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+  assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+});
+
+test("AUTH-POLICY defaults: our audience and the API server's; a dedicated verb; all configurable", () => {
+  const c = cfg(["--node-id=n1", "--pod=p", "--namespace=ns"]);
+  assert.equal(c.enableAuth, true);
+  assert.deepEqual(c.authAudiences, ["csi-addons-healer", "@api-server"]);
+  assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
+  const d = cfg([...base, "--auth-audience= a , @api-server,a", "--auth-verb=heal", "--auth-resource=pods", "--auth-group="]);
+  assert.deepEqual(d.authAudiences, ["a", "@api-server"]);
+  assert.deepEqual(d.authz, { verb: "heal", group: "", resource: "pods" });
+  assert.deepEqual(cfg(base, { AUTH_AUDIENCE: "only-ours" }).authAudiences, ["only-ours"]);
 });
 
 test("the other documented defaults (README's flag table)", () => {
@@ -87,7 +98,7 @@ test("every flag's environment variable form", () => {
     ["/e/a.sock", "en", "ep", "ens", "eu", 9999, "127.0.0.9", "/e/staging/", 7_000, { host: "127.0.0.1", port: 9808 }, "/e/kubeconfig"],
   );
   assert.deepEqual([c.maxInflight, c.maxQueue, c.logLevel, c.logFormat, c.enableAuth], [3, 5, "debug", "text", true]);
-  assert.match(String(c.authAudience), /\be-aud\b/);
+  assert.deepEqual(c.authAudiences, ["e-aud"]);
   assert.deepEqual(c.authz, { verb: "e-verb", group: "e.group", resource: "e-res" });
   assert.deepEqual([c.authCacheTtlMs, c.tlsCertFile, c.tlsKeyFile, c.shutdownGraceMs, c.secretCacheTtlMs, c.terminationLog], [4_000, "/e/tls.crt", "/e/tls.key", 6_000, 2_000, "/e/termination-log"]);
 });
@@ -119,7 +130,8 @@ test("invalid configuration names the flag", () => {
   rejects([...base, "--log-format=xml"], "log-format");
   rejects([...base, "--bogus=1"], "bogus");
   rejects([...base, "--enable-auth=maybe"], "enable-auth");
-  rejects(["--node-id=n1", "--pod=p", "--namespace=ns"], "auth-audience");
+  rejects([...base, "--auth-audience="], "auth-audience");
+  rejects([...base, "--auth-audience=a,,b"], "auth-audience");
   rejects([...base, "--tls-cert-file=/x"], "tls-key-file");
   rejects([...base, "--kubeconfig"], "kubeconfig");
 });
@@ -177,4 +189,49 @@ test("a fatal start-up error (controller port in use) exits 1 with the reason in
   } finally {
     blocker.close();
   }
+});
+
+test("upstream sidecar flags that mean nothing here: accepted, each named once in ignoredFlags; booleans take no value", () => {
+  const c = cfg([...base, "--logtostderr", "--node-id", "n9", "-alsologtostderr=false", "--vmodule=x=2", "--enable-volume-condition", "--enable-volume-condition=true", "--volume-condition-interval", "2m", "--zap-devel", "--stderrthreshold=2"]);
+  assert.equal(c.nodeId, "n9", "a boolean flag does not swallow the next argument");
+  assert.deepEqual(
+    c.ignoredFlags.map((f) => f.flag),
+    ["--logtostderr", "--alsologtostderr", "--stderrthreshold", "--vmodule", "--zap-devel", "--enable-volume-condition", "--volume-condition-interval"],
+  );
+  assert.ok(c.ignoredFlags.every((f) => f.why.length > 0));
+  assert.deepEqual(cfg(base).ignoredFlags, []);
+});
+
+test("upstream flags that mean something: -v, --zap-log-level, --zap-encoder, --enable-authentication, a bare socket path", () => {
+  assert.equal(cfg([...base, "-v=5"]).logLevel, "debug");
+  assert.equal(cfg([...base, "--v=0"]).logLevel, "info");
+  assert.equal(cfg([...base, "--v=5", "--log-level=warn"]).logLevel, "warn", "--log-level wins");
+  assert.equal(cfg([...base, "--zap-log-level=error"]).logLevel, "error");
+  assert.equal(cfg([...base, "--zap-log-level=3"]).logLevel, "debug");
+  assert.equal(cfg([...base, "--zap-encoder=console"]).logFormat, "text");
+  assert.equal(cfg(["--node-id=n1", "--pod=p", "--namespace=ns", "--enable-authentication=false"]).enableAuth, false);
+  const bare = cfg([...base, "--csi-addons-address=/csi/csi-addons.sock"]);
+  assert.equal(bare.csiAddonsSocket, "/csi/csi-addons.sock");
+  rejects([...base, "-v=loud"], "v");
+  rejects([...base, "--zap-encoder=xml"], "zap-encoder");
+});
+
+test("upstream TLS flags: Go names mapped to node:tls options; TLS 1.3 suites always offered, as in Go", () => {
+  assert.deepEqual(cfg(base).tls, { minVersion: "TLSv1.2" });
+  assert.equal(cfg([...base, "--tls-min-version=VersionTLS13"]).tls.minVersion, "TLSv1.3");
+  const t = cfg([...base, "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256", "--tls-curve-preferences=CurveP384,X25519"]).tls;
+  assert.equal(t.ciphers, "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
+  assert.equal(t.ecdhCurve, "P-384:X25519");
+  rejects([...base, "--tls-min-version=VersionTLS11"], "tls-min-version");
+  rejects([...base, "--tls-cipher-suites=TLS_RSA_WITH_RC4_128_SHA"], "tls-cipher-suites");
+  rejects([...base, "--tls-curve-preferences=P-256"], "tls-curve-preferences");
+});
+
+test("upstream leader-election flags: durations as client-go checks them, the pod's namespace by default", () => {
+  assert.deepEqual(cfg(base).leaderElection, { namespace: "ns", leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 5_000 });
+  const le = cfg([...base, "--leader-election-namespace=other", "--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"]).leaderElection;
+  assert.deepEqual(le, { namespace: "other", leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 });
+  rejects([...base, "--leader-election-lease-duration=10s"], "leader-election-lease-duration");
+  rejects([...base, "--leader-election-retry-period=9s"], "leader-election-renew-deadline");
+  rejects([...base, "--leader-election-retry-period=soon"], "leader-election-retry-period");
 });

@@ -72,6 +72,8 @@ function staleNodeObject(): Obj {
 }
 
 const STUB_STATE: StubState = {
+  // A controller plugin (the sidecar runs in a Deployment's pod), so the Lease is part of the flow.
+  capabilities: { controllerService: true },
   volumes: {
     "vol-heal": { state: "ABNORMAL", reason: "TransportEndpointNotConnected", message: "fuse daemon died", heal: "SUCCEED" },
     "vol-na": { state: "HEALTHY" },
@@ -89,6 +91,7 @@ const STEPS = [
   "a deleted CSIAddonsNode recreated through the watch",
   "a driver restart recorded on the CSIAddonsNode",
   "PersistentVolumes kept by a watch (no API read per repeated health check)",
+  "the controller plugin's Lease held and renewed",
 ] as const;
 type Step = (typeof STEPS)[number];
 
@@ -103,6 +106,8 @@ let stub: DriverStub;
 let tls: TlsFiles;
 let saKubeconfig: string;
 
+const LEASE = "stub-csi-example-com-csi-addons";
+const getLease = () => kube.get("coordination.k8s.io/v1", "Lease", NAMESPACE, LEASE) as Obj | undefined;
 const getNodeObject = () => kube.get(CAN, "CSIAddonsNode", NAMESPACE, NODE_OBJECT) as Obj | undefined;
 const creds = () => tlsCredentials(tls);
 const serving = (s: SidecarProc) => checkHealth(s.address, creds(), TLS_CLIENT_OPTIONS).then((st) => st === "SERVING");
@@ -194,6 +199,15 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     await waitFor("SERVING after the driver restart", () => serving(sidecar), { timeoutMs: 15_000 }).catch(() => {
       throw new StepFailed(step, undefined, "not SERVING again after the driver restart");
     });
+
+    step = STEPS[8];
+    // Created (or taken over) with this pod as holder, then renewed by an update.
+    await waitFor("the Lease held by this pod and renewed", () => {
+      const l = getLease();
+      return l?.spec.holderIdentity === POD && l.spec.renewTime !== l.spec.acquireTime;
+    }, { timeoutMs: 10_000 }).catch(() => {
+      throw new StepFailed(step, undefined, `Lease ${LEASE}: ${JSON.stringify(getLease()?.spec)}`);
+    });
   } finally {
     client.close();
   }
@@ -213,6 +227,7 @@ async function resetWorld(rules: RbacRules): Promise<void> {
     if (o.metadata.finalizers?.length) kube.update({ ...o, metadata: { ...o.metadata, finalizers: [] } });
     if (kube.get(CAN, "CSIAddonsNode", NAMESPACE, o.metadata.name)) kube.delete(CAN, "CSIAddonsNode", NAMESPACE, o.metadata.name);
   }
+  if (getLease()) kube.delete("coordination.k8s.io/v1", "Lease", NAMESPACE, LEASE);
   await kube.create(staleNodeObject());
   stub.setState(STUB_STATE);
   grant(rules);
@@ -226,7 +241,7 @@ async function runWith(rules: RbacRules): Promise<StepFailed | undefined> {
     driverSocket: stub.addonsSocket,
     kubeconfig: saKubeconfig,
     pod: POD,
-    args: authArgs(AUDIENCE, tls),
+    args: [...authArgs(AUDIENCE, tls), "--leader-election-retry-period=200ms", "--leader-election-renew-deadline=2s", "--leader-election-lease-duration=3s"],
   });
   try {
     await flow(sidecar);
@@ -268,6 +283,9 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "get secrets": { step: STEPS[2], code: "INTERNAL" },
   "create tokenreviews": { step: STEPS[1], code: "UNAVAILABLE" },
   "create subjectaccessreviews": { step: STEPS[1], code: "UNAVAILABLE" },
+  "get leases": { step: STEPS[8] },
+  "create leases": { step: STEPS[8] },
+  "update leases": { step: STEPS[8] },
 };
 
 describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {

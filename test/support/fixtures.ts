@@ -46,6 +46,11 @@ export function pod(): Obj {
   };
 }
 
+/** A pod running with IP 127.0.0.1, where a local healer controller finds the sidecar's port. */
+export function onLocalhost(p: Obj): Obj {
+  return { ...p, status: { phase: "Running", podIP: "127.0.0.1", podIPs: [{ ip: "127.0.0.1" }] } };
+}
+
 export function node(volumesInUse: string[] = []): Obj {
   return { apiVersion: "v1", kind: "Node", metadata: { name: NODE }, status: { volumesInUse } };
 }

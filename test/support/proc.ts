@@ -13,6 +13,8 @@ export interface Proc {
   /** Everything the process wrote to stdout so far. */
   stdout(): string;
   stderr(): string;
+  /** Date.now() when the stdout chunk holding the first `text` arrived; undefined if not yet. */
+  stdoutAt(text: string): number | undefined;
   /** Resolves with the exit code (or signal name) once the process has exited. */
   readonly exited: Promise<number | string>;
   /** Waits until stdout+stderr contains `text` (or matches the regexp). */
@@ -24,14 +26,28 @@ export interface Proc {
 /** Runs a TypeScript entry point of this repository (path relative to the repo root). */
 export function startTs(entry: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
   // tsx by absolute URL, so a child started in another working directory still finds it.
-  const child = spawn(process.execPath, ["--import", TSX, join(repoRoot, entry), ...args], {
+  return startNode(entry, ["--import", TSX, join(repoRoot, entry), ...args], opts);
+}
+
+/** Runs compiled JavaScript of this repository (e.g. "dist/driver-stub/main.js"), as the image does. */
+export function startJs(entry: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
+  return startNode(entry, [join(repoRoot, entry), ...args], opts);
+}
+
+function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string }): Proc {
+  const child = spawn(process.execPath, nodeArgs, {
     cwd: opts.cwd ?? repoRoot,
     env: { ...process.env, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
   let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  /** Where each stdout chunk starts in `out`, and when it arrived. */
+  const arrivals: { offset: number; at: number }[] = [];
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+    arrivals.push({ offset: out.length, at: Date.now() });
+    out += d;
+  });
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
   const exited = new Promise<number | string>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
@@ -42,6 +58,10 @@ export function startTs(entry: string, args: string[], opts: { env?: NodeJS.Proc
     child,
     stdout: () => out,
     stderr: () => err,
+    stdoutAt(text) {
+      const i = out.indexOf(text);
+      return i < 0 ? undefined : arrivals.findLast((a) => a.offset <= i)?.at;
+    },
     exited,
     async waitForOutput(text, timeoutMs = 15_000) {
       const matches = () => {

@@ -1,0 +1,51 @@
+// Whether and in which Lease this sidecar takes part, decided on every driver handshake: a driver
+// that advertises CONTROLLER_SERVICE is a controller plugin (upstream: HasControllerService), and
+// its sidecars elect one holder of "<driver>-csi-addons"; a node plugin's sidecars take no part.
+// Changes are applied one after the other, so a quick driver restart never runs two electors.
+import type { LeaderElectionConfig } from "../config/config.js";
+import type { DriverInfo } from "../driver/connection.js";
+import type { KubeApi } from "../kube/api.js";
+import type { Logger } from "../log/logger.js";
+import { LeaseElector } from "./elector.js";
+import { leaseName } from "./lease-name.js";
+
+export class ControllerLease {
+  private elector: LeaseElector | undefined;
+  private leaseOf: string | undefined;
+  private closed = false;
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: { kube: KubeApi; logger: Logger; identity: string; config: LeaderElectionConfig }) {}
+
+  /** Follows the driver as the last handshake describes it. */
+  follow(driver: DriverInfo): Promise<void> {
+    return this.then(async () => {
+      const name = driver.controllerService ? leaseName(driver.name) : "";
+      if (this.closed || name === this.leaseOf) return;
+      await this.elector?.stop();
+      this.elector = undefined;
+      this.leaseOf = name;
+      if (!name) {
+        this.opts.logger.info("the driver has no CONTROLLER_SERVICE capability: not taking part in leader election", { driver: driver.name });
+        return;
+      }
+      const { config, kube, logger, identity } = this.opts;
+      this.elector = new LeaseElector({ ...config, kube, logger, name, identity });
+      this.elector.start();
+    });
+  }
+
+  /** For good: releases a held Lease and ignores later handshakes. */
+  stop(): Promise<void> {
+    this.closed = true;
+    return this.then(async () => {
+      await this.elector?.stop();
+      this.elector = undefined;
+    });
+  }
+
+  private then(step: () => Promise<void>): Promise<void> {
+    this.chain = this.chain.then(step, step);
+    return this.chain;
+  }
+}

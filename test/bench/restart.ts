@@ -1,0 +1,288 @@
+// 4. The headline: time to heal after a node-plugin restart. A fleet of nodes (driver-stub and
+// compiled sidecar per node, all on this machine) and the compiled healer controller; every driver
+// is killed and started again with all its mounts dead, and we measure from the moment the drivers
+// are back to the last volume HEALED — against the floor: the same heals sent straight to the
+// drivers with the controller's bounds (--per-node-concurrency per driver, --max-concurrent-heals
+// in all). Kubernetes API requests are counted per identity: the controller and the sidecars run
+// with tokens of their own ServiceAccounts.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { restartDriverStub, startDriverStub, type DriverStub } from "../support/driver-stub.js";
+import { call } from "../support/grpc.js";
+import { waitFor } from "../support/wait.js";
+import { VolumeHealerNodeClient } from "../../proto/gen/healer/v1/healer.js";
+import type { VolumeSpec } from "../../driver-stub/state.js";
+import { CONTROLLER_USER, HANDLED_RESTART, RESTART_METRIC, spawnController } from "../demo/controller-process.js";
+import { metricSum } from "../demo/controller-view.js";
+import type { LoggedProcess } from "../demo/logged-process.js";
+import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
+import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, volumeCount, type Fleet } from "./fleet.js";
+import { startKubeChild, type KubeChild } from "./kube.js";
+import type { Counts } from "./kube-child.js";
+import { maxOverlap, percentile, runBounded } from "./load.js";
+import { readCpuMs } from "./memory.js";
+
+export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
+const CAN = "csiaddons.openshift.io/v1alpha1";
+/** Processes started at once while setting up (not measured): more would only thrash 2 cores. */
+const START_BATCH = 4;
+
+export interface RestartCase {
+  title: string;
+  fleet: Fleet;
+  healDelayMs: number;
+  perNodeConcurrency: number;
+  maxConcurrentHeals: number;
+}
+
+export interface RestartResult extends RestartCase {
+  volumes: number;
+  /** The same heals straight to the drivers, with the controller's bounds. */
+  floor: { wallMs: number; peakDriverCalls: number; cpuMsPerHeal: { client: number; drivers: number } };
+  healer: {
+    /** First driver back to last driver back (they restart at once, but start one by one on a busy machine). */
+    driversBackSpreadMs: number;
+    /** The headline: last driver back to last volume HEALED. */
+    backToLastHealedMs: number;
+    /** Stricter: first driver back to last volume HEALED. */
+    firstBackToLastHealedMs: number;
+    /** Last driver back to every sidecar SERVING again (its reconnect backoff is up to 1 s). */
+    backToSidecarsServingMs: number;
+    /** Last driver back to the first NodeHealVolume a driver received. */
+    backToFirstHealMs: number;
+    /** First NodeHealVolume received to last volume HEALED. */
+    healPhaseMs: number;
+    /** Per node, from its own driver back: to its first heal, and to its last volume HEALED (median and worst). */
+    perNode: { backToFirstHealMedianMs: number; backToLastHealedMedianMs: number; backToLastHealedMaxMs: number };
+    /** NodeHealVolume calls the drivers answered OK after the restart (exactly once per volume is right). */
+    driverHealCalls: number;
+    peakDriverCalls: number;
+    /** The controller's own csi_addons_healer_restart_heal_duration_seconds: restarts seen, mean per node (from driverRestartedAt). */
+    controllerMetric: { restarts: number; meanMs: number };
+    /** CPU time per healed volume from the restart to the restart recorded (the restarted drivers' own is left out: it includes their start-up). */
+    cpuMsPerHeal: { controller: number; sidecars: number; apiServer: number };
+  };
+  /** Requests from the restart until the controller recorded every restart as handled, by identity. */
+  apiRequests: {
+    controller: Record<string, number>;
+    sidecars: Record<string, number>;
+    controllerPerHeal: number;
+    /** Without Events and the handled-marker patches: what informers should make about zero. */
+    controllerReadsPerHeal: number;
+    /** On the heal path (PVs, VolumeAttachments, Secrets, Nodes). */
+    sidecarsPerHeal: number;
+    /** The rest, per sidecar (not per heal): its own objects — recording the restart on the CSIAddonsNode, its Pod. */
+    sidecarsPerRestart: number;
+  };
+}
+
+export interface RestartEnv {
+  dir: string;
+  cleanup: Cleanup;
+  progress: (line: string) => void;
+}
+
+const healthy = (c: RestartCase): VolumeSpec => ({ state: "HEALTHY", delayMs: c.healDelayMs });
+const broken = (c: RestartCase): VolumeSpec => ({ state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: c.healDelayMs });
+const sum = (r: Record<string, number>, keep: (key: string) => boolean = () => true) =>
+  Object.entries(r).reduce((n, [k, v]) => (keep(k) ? n + v : n), 0);
+const sumCpu = (pids: number[]) => pids.reduce((n, pid) => n + readCpuMs(pid), 0);
+const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+const isRead = (key: string) => /^(get|list|watch) /.test(key);
+/** What the sidecar reads to serve a heal (4.4); anything else is about its own objects. */
+const isHealPath = (key: string) => / (persistentvolumes|volumeattachments|secrets|nodes)$/.test(key);
+
+/** fn over items, `size` at a time (set-up only). */
+async function inBatches<T, R>(items: readonly T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(fn))));
+  return out;
+}
+
+interface NodePlugin {
+  n: number;
+  stub: DriverStub;
+  sidecar: SidecarProcess;
+}
+
+async function startNodePlugins(c: RestartCase, kube: KubeChild, env: RestartEnv): Promise<NodePlugin[]> {
+  const nodes = Array.from({ length: c.fleet.nodes }, (_, n) => n);
+  return inBatches(nodes, START_BATCH, async (n) => {
+    const dir = join(env.dir, fleetNode(n));
+    mkdirSync(dir, { recursive: true });
+    const stub = await startDriverStub({ dir, state: fleetStubState(c.fleet, n, healthy(c)), compiled: true, readyTimeoutMs: 60_000 });
+    env.cleanup.add(`driver-stub of ${fleetNode(n)}`, () => stub.stop());
+    const sidecar = await spawnSidecar({
+      build: "compiled",
+      driverSocket: stub.addonsSocket,
+      kubeconfig: kube.kubeconfigs["sidecar"]!,
+      logFile: join(dir, "sidecar.log"),
+      node: fleetNode(n),
+      pod: fleetPod(n),
+    });
+    env.cleanup.add(`sidecar of ${fleetNode(n)}`, () => sidecar.stop());
+    await sidecar.waitReadyz(200, 60_000);
+    return { n, stub, sidecar };
+  });
+}
+
+const allHealthy = (plugins: NodePlugin[]) =>
+  plugins.every(({ stub }) => Object.values(stub.readState().volumes ?? {}).every((v) => v.state === "HEALTHY"));
+
+/** The floor: every volume broken, healed straight at the drivers with the controller's bounds. */
+async function floorRun(c: RestartCase, plugins: NodePlugin[]): Promise<RestartResult["floor"]> {
+  for (const { n, stub } of plugins) stub.setState(fleetStubState(c.fleet, n, broken(c)));
+  const clients = plugins.map(({ stub }) => new VolumeHealerNodeClient(`unix://${stub.addonsSocket}`, grpc.credentials.createInsecure()));
+  try {
+    const since = Date.now();
+    const cpu0 = { client: process.cpuUsage(), drivers: sumCpu(plugins.map((p) => p.stub.proc.child.pid!)) };
+    const { wallMs } = await runBounded(fleetVolumes(c.fleet), (v) => String(v.node), { perKey: c.perNodeConcurrency, total: c.maxConcurrentHeals }, (v) =>
+      call(clients[v.node]!, clients[v.node]!.nodeHealVolume, fleetHealRequest(v.node, v.j)),
+    );
+    const client = process.cpuUsage(cpu0.client);
+    const drivers = sumCpu(plugins.map((p) => p.stub.proc.child.pid!)) - cpu0.drivers;
+    if (!allHealthy(plugins)) throw new Error("direct heals: not every volume is HEALTHY afterwards");
+    const peak = Math.max(...plugins.map(({ stub }) => maxOverlap(healCalls(stub, since))));
+    const volumes = volumeCount(c.fleet);
+    return { wallMs, peakDriverCalls: peak, cpuMsPerHeal: { client: (client.user + client.system) / 1000 / volumes, drivers: drivers / volumes } };
+  } finally {
+    for (const client of clients) client.close();
+  }
+}
+
+function healCalls(stub: DriverStub, since: number) {
+  return stub.calls({ method: "NodeHealVolume" }).filter((e) => e.t0 >= since && e.code === "OK");
+}
+
+/** The controller's handled-restart marker on each CSIAddonsNode, by name. */
+async function handledMarkers(kube: KubeChild): Promise<Map<string, string | undefined>> {
+  const nodes = (await kube.list(CAN, "CSIAddonsNode")) as { metadata: { name: string; annotations?: Record<string, string> } }[];
+  return new Map(nodes.map((o) => [o.metadata.name, o.metadata.annotations?.[HANDLED_RESTART]]));
+}
+
+/** Waits until the controller has recorded a (new) handled marker on every node's CSIAddonsNode. */
+async function waitHandled(kube: KubeChild, nodes: number, before: Map<string, string | undefined>, controller: LoggedProcess, what: string): Promise<Map<string, string | undefined>> {
+  return controller.waitWhileRunning(
+    what,
+    async () => {
+      const now = await handledMarkers(kube);
+      const done = [...now].filter(([name, v]) => v !== undefined && v !== before.get(name));
+      return done.length >= nodes && now;
+    },
+    120_000,
+  );
+}
+
+interface Observed {
+  floor: RestartResult["floor"];
+  plugins: NodePlugin[];
+  /** When each node's new driver process was ready. */
+  backAt: number[];
+  killedAt: number;
+  counts: Counts;
+  /** The controller's /metrics text after the restart heal. */
+  metrics: string;
+  /** CPU time used from the restart until it was recorded as handled. */
+  cpuMs: { controller: number; sidecars: number; apiServer: number };
+}
+
+/** The result from what the drivers' call logs, the sidecars' logs, the API's counters and the controller's metrics say. */
+function measure(c: RestartCase, o: Observed): RestartResult {
+  const volumes = volumeCount(c.fleet);
+  const callsByNode = o.plugins.map(({ stub }) => healCalls(stub, o.killedAt));
+  const perNode = callsByNode.map((mine, i) => ({
+    first: Math.min(...mine.map((e) => e.t0)) - o.backAt[i]!,
+    last: Math.max(...mine.map((e) => e.t1)) - o.backAt[i]!,
+  }));
+  const heals = callsByNode.flat();
+  const lastHealed = Math.max(...heals.map((e) => e.t1));
+  const firstHeal = Math.min(...heals.map((e) => e.t0));
+  const lastBack = Math.max(...o.backAt);
+  const servingAt = o.plugins.map(({ sidecar }) =>
+    Math.min(...sidecar.logLines().filter((l) => l.message === "ready: SERVING").map((l) => Date.parse(l.timestamp)).filter((t) => t >= o.killedAt)),
+  );
+  const restarts = metricSum(o.metrics, `${RESTART_METRIC}_count`);
+  const controllerCounts = o.counts.byUser[CONTROLLER_USER] ?? {};
+  const sidecarCounts = o.counts.byUser[SIDECAR_USER] ?? {};
+  return {
+    ...c,
+    volumes,
+    floor: o.floor,
+    healer: {
+      driversBackSpreadMs: lastBack - Math.min(...o.backAt),
+      backToLastHealedMs: lastHealed - lastBack,
+      firstBackToLastHealedMs: lastHealed - Math.min(...o.backAt),
+      backToSidecarsServingMs: Math.max(...servingAt) - lastBack,
+      backToFirstHealMs: firstHeal - lastBack,
+      healPhaseMs: lastHealed - firstHeal,
+      perNode: {
+        backToFirstHealMedianMs: median(perNode.map((p) => p.first)),
+        backToLastHealedMedianMs: median(perNode.map((p) => p.last)),
+        backToLastHealedMaxMs: Math.max(...perNode.map((p) => p.last)),
+      },
+      driverHealCalls: heals.length,
+      peakDriverCalls: Math.max(...callsByNode.map(maxOverlap)),
+      controllerMetric: { restarts, meanMs: (metricSum(o.metrics, `${RESTART_METRIC}_sum`) / restarts) * 1000 },
+      cpuMsPerHeal: { controller: o.cpuMs.controller / volumes, sidecars: o.cpuMs.sidecars / volumes, apiServer: o.cpuMs.apiServer / volumes },
+    },
+    apiRequests: {
+      controller: controllerCounts,
+      sidecars: sidecarCounts,
+      controllerPerHeal: sum(controllerCounts) / volumes,
+      controllerReadsPerHeal: sum(controllerCounts, isRead) / volumes,
+      sidecarsPerHeal: sum(sidecarCounts, isHealPath) / volumes,
+      sidecarsPerRestart: sum(sidecarCounts, (k) => !isHealPath(k)) / c.fleet.nodes,
+    },
+  };
+}
+
+export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<RestartResult> {
+  const { progress } = env;
+  const volumes = volumeCount(c.fleet);
+  const kube = await startKubeChild({ seed: { fleet: c.fleet }, identities: { sidecar: SIDECAR_USER, controller: CONTROLLER_USER } });
+  env.cleanup.add("in-memory Kubernetes API", () => kube.stop());
+  progress(`  in-memory Kubernetes API pid ${kube.pid}; starting ${c.fleet.nodes} driver-stubs and sidecars (compiled) ...`);
+  let plugins = await startNodePlugins(c, kube, env);
+  progress(`  driver-stub pids ${plugins.map((p) => `pid ${p.stub.proc.child.pid}`).join(", ")}`);
+  progress(`  sidecar pids ${plugins.map((p) => `pid ${p.sidecar.pid}`).join(", ")}`);
+
+  progress(`  floor: ${volumes} heals straight to the driver(s), ${c.perNodeConcurrency} per driver, ${c.maxConcurrentHeals} in all`);
+  const floor = await floorRun(c, plugins);
+  progress(`  floor: ${floor.wallMs.toFixed(0)} ms, at most ${floor.peakDriverCalls} heals at once at one driver`);
+
+  const controller = await spawnController({
+    build: "compiled",
+    kubeconfig: kube.kubeconfigs["controller"]!,
+    logFile: join(env.dir, "controller.log"),
+    // The periodic pass would race the restart heal for the same volumes: far away here.
+    args: [`--per-node-concurrency=${c.perNodeConcurrency}`, `--max-concurrent-heals=${c.maxConcurrentHeals}`, "--check-interval=1h"],
+  });
+  env.cleanup.add("healer controller", () => controller.stop());
+  progress(`  healer controller pid ${controller.pid}, log ${controller.logFile}; waiting for its first pass over every node`);
+  const firstSight = await waitHandled(kube, c.fleet.nodes, new Map(), controller, "the controller's first pass over every node");
+
+  progress(`  restart: every driver killed (SIGKILL) and started again with all ${volumes} mounts dead`);
+  await kube.reset();
+  const cpuPids = { controller: [controller.pid], sidecars: plugins.map((p) => p.sidecar.pid), apiServer: [kube.pid] };
+  const cpuBefore = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids)]));
+  const killedAt = Date.now();
+  await Promise.all(plugins.map(({ stub }) => stub.kill()));
+  const restarted = await Promise.all(plugins.map(({ n, stub }) => restartDriverStub(stub, { state: fleetStubState(c.fleet, n, broken(c)) })));
+  plugins = plugins.map((p, i) => ({ ...p, stub: restarted[i]! }));
+  for (const p of plugins) env.cleanup.add(`restarted driver-stub of ${fleetNode(p.n)}`, () => p.stub.stop());
+  const backAt = plugins.map(({ stub }) => stub.proc.stdoutAt("driver-stub ready")!);
+  progress(`  restarted driver-stub pids ${plugins.map((p) => `pid ${p.stub.proc.child.pid}`).join(", ")}`);
+  await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
+  await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
+  const counts = await kube.countsByUser();
+  const cpuMs = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids) - cpuBefore[k]!])) as Observed["cpuMs"];
+  const result = measure(c, { floor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });
+  progress(`  ${volumes} volumes HEALED ${result.healer.backToLastHealedMs.toFixed(0)} ms after the driver(s) were back (floor ${floor.wallMs.toFixed(0)} ms)`);
+
+  // Stop this case's processes now: the next case needs the CPU.
+  await controller.stop();
+  await Promise.all(plugins.map(async ({ stub, sidecar }) => (await sidecar.stop(), await stub.stop())));
+  await kube.stop();
+  return result;
+}

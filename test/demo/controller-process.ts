@@ -1,0 +1,41 @@
+// The healer controller as a real process for the demo and the bench: local flags (plaintext to
+// sidecars on 127.0.0.1, no leader election, /metrics on an ephemeral port), JSON log to a file.
+import { NAMESPACE } from "../support/fixtures.js";
+import { spawnLogged, type LoggedProcess } from "./logged-process.js";
+
+export const HANDLED_RESTART = "healer.csiaddons.openshift.io/handledRestart";
+/** Its Prometheus metrics the demo and the bench read. */
+export const HEALS_METRIC = "csi_addons_healer_heals";
+export const RESTART_METRIC = "csi_addons_healer_restart_heal_duration_seconds";
+/** The controller's ServiceAccount, as the API server names its requests. */
+export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
+
+export interface ControllerSpawnOptions {
+  /** "source": controller/main.ts through tsx; "compiled": dist/controller/main.js (what the image runs). */
+  build: "source" | "compiled";
+  kubeconfig: string;
+  logFile: string;
+  /** More flags, e.g. ["--check-interval=2s"]. */
+  args?: string[];
+}
+
+export function localControllerArgs(o: ControllerSpawnOptions): string[] {
+  return [
+    `--kubeconfig=${o.kubeconfig}`,
+    `--namespace=${NAMESPACE}`,
+    "--sidecar-tls=false",
+    "--leader-elect=false",
+    "--http-endpoint=127.0.0.1:0",
+    ...(o.args ?? []),
+  ];
+}
+
+export function spawnController(o: ControllerSpawnOptions): Promise<LoggedProcess> {
+  return spawnLogged({
+    what: "the healer controller",
+    entry: o.build === "source" ? "controller/main.ts" : "dist/controller/main.js",
+    args: localControllerArgs(o),
+    logFile: o.logFile,
+    startedMessage: "controller started",
+  });
+}
