@@ -12,7 +12,7 @@ import type { PassDeps } from "./heal/pass.js";
 import { WorkQueue } from "./heal/queue.js";
 import { createKubeWrites, loadKubeConfig } from "./kube/client.js";
 import { ClusterCache } from "./kube/cluster.js";
-import { LeaderElector } from "./kube/leader-election.js";
+import { LeaseElector } from "../common/election/lease-elector.js";
 import { EventRecorder } from "./report/events.js";
 import { createMetrics, type Metrics } from "./report/metrics.js";
 import { Reporter } from "./report/reporter.js";
@@ -70,11 +70,21 @@ export async function startController(config: Config, logger: Logger): Promise<C
   const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs });
   await cluster.start();
   synced = true;
-  let elector: LeaderElector | undefined;
+  let elector: LeaseElector | undefined;
   if (config.leader.enabled) {
-    elector = new LeaderElector(kube, config.leader, logger);
-    elector.on("started", () => healer.lead());
-    elector.on("stopped", () => healer.unlead());
+    const { namespace, name, identity } = config.leader;
+    const lease = `${namespace}/${name}`;
+    elector = new LeaseElector({
+      ...config.leader,
+      lease,
+      logger,
+      store: { read: (signal) => kube.readLease(namespace, name, signal), write: (r, rv, signal) => kube.writeLease(namespace, name, r, rv, signal) },
+    });
+    elector.on("leading", (on) => {
+      logger.info(on ? "became leader" : "stopped leading", { lease, identity });
+      if (on) healer.lead();
+      else healer.unlead();
+    });
     elector.start();
   } else {
     healer.lead();
@@ -86,7 +96,7 @@ export async function startController(config: Config, logger: Logger): Promise<C
     async shutdown() {
       stopping = true;
       healer.close();
-      await elector?.close();
+      await elector?.stop();
       cluster.stop();
       pool.close();
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));

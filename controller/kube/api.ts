@@ -1,6 +1,7 @@
 // The controller's narrow view of Kubernetes: what the rest of the controller may read and write.
 // Only kube/ implements it (and only kube/ imports @kubernetes/client-node).
 import type { EventEmitter } from "node:events";
+import type { LeaseRecord, StoredLease } from "../../common/election/lease-elector.js";
 import type { PvInfo, SidecarInfo } from "../plan/types.js";
 
 export interface ClusterEvents {
@@ -23,14 +24,8 @@ export interface EventRecord {
   message: string;
 }
 
-export interface LeaseRecord {
-  holder: string;
-  renewTimeMs: number;
-  durationMs: number;
-  transitions: number;
-  acquireTimeMs: number;
-  resourceVersion: string;
-}
+/** The Lease as the shared elector (common/election) reads it. */
+export type { LeaseRecord, StoredLease };
 
 export interface KubeWrites {
   /** Merge patch of one annotation of a CSIAddonsNode; nothing else of the object is sent. */
@@ -41,9 +36,9 @@ export interface KubeWrites {
   createEvent(namespace: string, e: EventRecord, signal: AbortSignal): Promise<string>;
   /** A repeat of an Event: count and lastTimestamp only. */
   bumpEvent(namespace: string, name: string, count: number, signal: AbortSignal): Promise<void>;
-  readLease(namespace: string, name: string, signal: AbortSignal): Promise<LeaseRecord | undefined>;
+  readLease(namespace: string, name: string, signal: AbortSignal): Promise<StoredLease | undefined>;
   /** false when another replica wrote first (409). */
-  writeLease(namespace: string, name: string, lease: Omit<LeaseRecord, "resourceVersion">, resourceVersion: string | undefined, signal: AbortSignal): Promise<boolean>;
+  writeLease(namespace: string, name: string, lease: LeaseRecord, resourceVersion: string | undefined, signal: AbortSignal): Promise<boolean>;
 }
 
 /** Kubernetes API status of a failed request (0 when it never got an answer). */

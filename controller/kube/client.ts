@@ -13,7 +13,7 @@ import {
   type CoreV1Event,
   type V1Lease,
 } from "@kubernetes/client-node";
-import { KubeRequestError, type EventRecord, type KubeWrites, type LeaseRecord } from "./api.js";
+import { KubeRequestError, type EventRecord, type KubeWrites, type StoredLease } from "./api.js";
 
 const CAN_GROUP = "csiaddons.openshift.io";
 const CAN_VERSION = "v1alpha1";
@@ -131,7 +131,7 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
   };
 }
 
-function fromLease(lease: V1Lease): LeaseRecord {
+function fromLease(lease: V1Lease): StoredLease {
   const spec = lease.spec ?? {};
   const time = (t: unknown) => (t ? new Date(t as string | Date).getTime() : 0);
   return {

@@ -2,12 +2,15 @@
 // that advertises CONTROLLER_SERVICE is a controller plugin (upstream: HasControllerService), and
 // its sidecars elect one holder of "<driver>-csi-addons"; a node plugin's sidecars take no part.
 // Changes are applied one after the other, so a quick driver restart never runs two electors.
+// Unlike the upstream sidecar, losing the Lease does not end the process: the sidecar goes on
+// serving its node and becomes a candidate again.
 import type { LeaderElectionConfig } from "../config/config.js";
 import type { DriverInfo } from "../driver/connection.js";
 import type { KubeApi } from "../kube/api.js";
 import type { Logger } from "../log/logger.js";
-import { LeaseElector } from "./elector.js";
+import { LeaseElector } from "../../common/election/lease-elector.js";
 import { leaseName } from "./lease-name.js";
+import { leaseStore } from "./lease-store.js";
 
 export class ControllerLease {
   private elector: LeaseElector | undefined;
@@ -30,7 +33,10 @@ export class ControllerLease {
         return;
       }
       const { config, kube, logger, identity } = this.opts;
-      this.elector = new LeaseElector({ ...config, kube, logger, name, identity });
+      const lease = `${config.namespace}/${name}`;
+      logger.info("taking part in the controller plugin's leader election", { lease, identity });
+      this.elector = new LeaseElector({ ...config, store: leaseStore(kube, config.namespace, name), logger, lease, identity });
+      this.elector.on("leading", (on) => on && logger.info("became the leader: receiving CONTROLLER_SERVICE requests", { lease }));
       this.elector.start();
     });
   }

@@ -1,0 +1,90 @@
+// The leader election both programs share, against an in-memory Lease with resourceVersion
+// semantics (a write with a stale version loses, as a 409 would).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { LeaseElector, type LeaseRecord, type LeaseStore, type StoredLease } from "../../common/election/lease-elector.js";
+import { checkLeaseTimings } from "../../common/election/timings.js";
+import { FlagError } from "../../common/config/flags.js";
+import { createLogger } from "../../common/log/logger.js";
+import { waitFor } from "../support/wait.js";
+
+function memoryLease(): LeaseStore & { current: StoredLease | undefined; down: boolean } {
+  let version = 0;
+  const store = {
+    current: undefined as StoredLease | undefined,
+    down: false,
+    async read() {
+      if (store.down) throw new Error("API down");
+      return store.current && { ...store.current };
+    },
+    async write(r: LeaseRecord, rv: string | undefined) {
+      if (store.down) throw new Error("API down");
+      if ((store.current?.resourceVersion ?? undefined) !== rv) return false;
+      store.current = { ...r, resourceVersion: String(++version) };
+      return true;
+    },
+  };
+  return store;
+}
+
+const logger = createLogger("error", "json");
+const timings = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 };
+const elector = (store: LeaseStore, identity: string) => new LeaseElector({ store, logger, lease: "ns/l", identity, ...timings });
+
+test("one of two candidates leads; stop() releases, and the other takes over at once", async () => {
+  const store = memoryLease();
+  const a = elector(store, "a");
+  const b = elector(store, "b");
+  const seen: string[] = [];
+  a.on("leading", (on) => seen.push(`a:${on}`));
+  b.on("leading", (on) => seen.push(`b:${on}`));
+  a.start();
+  await waitFor("a leads", () => a.isLeader);
+  b.start();
+  await waitFor("b has tried", () => store.current!.renewTimeMs > 0 && store.current!.holder === "a");
+  assert.equal(b.isLeader, false);
+  const released = Date.now();
+  await a.stop();
+  assert.notEqual(store.current?.holder, "a", "released (or already taken over)");
+  await waitFor("b leads", () => b.isLeader);
+  assert.ok(Date.now() - released < timings.leaseDurationMs, "no wait for the lease to expire");
+  assert.equal(store.current!.transitions, 1);
+  await b.stop();
+  assert.deepEqual(seen, ["a:true", "a:false", "b:true", "b:false"]);
+});
+
+test("a holder that stops renewing (crash) is replaced only after the lease duration", async () => {
+  const store = memoryLease();
+  const now = Date.now();
+  store.current = { holder: "crashed", renewTimeMs: now, acquireTimeMs: now, durationMs: timings.leaseDurationMs, transitions: 3, resourceVersion: "x" };
+  const b = elector(store, "b");
+  const started = Date.now();
+  b.start();
+  await waitFor("b leads", () => b.isLeader, { timeoutMs: 5_000 });
+  assert.ok(Date.now() - started >= timings.leaseDurationMs, "took over before the record expired");
+  assert.equal(store.current!.transitions, 4);
+  await b.stop();
+});
+
+test("a leader that cannot renew for the renew deadline steps down", async () => {
+  const store = memoryLease();
+  const a = elector(store, "a");
+  a.start();
+  await waitFor("a leads", () => a.isLeader);
+  store.down = true;
+  await waitFor("a steps down", () => !a.isLeader, { timeoutMs: 5_000 });
+  store.down = false;
+  await waitFor("a leads again", () => a.isLeader, { timeoutMs: 5_000 });
+  await a.stop();
+});
+
+test("client-go's timing rule names the flag that breaks it", () => {
+  checkLeaseTimings({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
+  for (const [t, flag] of [
+    [{ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }, "leader-election-retry-period"],
+    [{ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 9_000 }, "leader-election-renew-deadline"],
+    [{ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }, "leader-election-lease-duration"],
+  ] as const) {
+    assert.throws(() => checkLeaseTimings(t), (e: Error) => e instanceof FlagError && e.flag === flag);
+  }
+});
