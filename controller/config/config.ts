@@ -1,5 +1,6 @@
 // The controller's one typed configuration object, parsed and validated once; the only module
 // that reads process.env (through the `env` argument). Same flag style as the sidecar.
+import { checkLeaseTimings } from "../../common/election/timings.js";
 import { hostname } from "node:os";
 import { FlagError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
 import { bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
@@ -148,10 +149,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
     shutdownGraceMs: duration(raw, "shutdown-grace", 10_000),
   };
-  const { leaseDurationMs, renewDeadlineMs, retryPeriodMs } = config.leader;
-  if (!(leaseDurationMs > renewDeadlineMs && renewDeadlineMs > retryPeriodMs)) {
-    throw new FlagError("leader-election-renew-deadline", "leader election needs lease-duration > renew-deadline > retry-period");
-  }
+  checkLeaseTimings(config.leader);
   if (!isHeal) return { kind: "run", config };
   const heal: HealCommand = {
     node: required(raw, "node"),

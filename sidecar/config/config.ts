@@ -1,5 +1,6 @@
 // The one typed configuration object: parsed and validated once, defaults applied here only.
 // This is the only module that reads process.env (through the `env` argument of parseConfig).
+import { checkLeaseTimings } from "../../common/election/timings.js";
 import { FlagError as ConfigError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
 import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
@@ -196,7 +197,6 @@ function upstream<T>(parse: () => T): T {
   }
 }
 
-// client-go's leader elector refuses these (leaseDuration > renewDeadline > retryPeriod x 1.2).
 function leaderElection(raw: Map<string, string>): LeaderElectionConfig {
   const le = {
     namespace: raw.get("leader-election-namespace") || raw.get("namespace") || "",
@@ -204,13 +204,7 @@ function leaderElection(raw: Map<string, string>): LeaderElectionConfig {
     renewDeadlineMs: duration(raw, "leader-election-renew-deadline", 10_000),
     retryPeriodMs: duration(raw, "leader-election-retry-period", 5_000),
   };
-  if (le.retryPeriodMs <= 0) throw new ConfigError("leader-election-retry-period", "--leader-election-retry-period must be positive");
-  if (le.renewDeadlineMs <= le.retryPeriodMs * 1.2) {
-    throw new ConfigError("leader-election-renew-deadline", "--leader-election-renew-deadline must be greater than 1.2 x --leader-election-retry-period");
-  }
-  if (le.leaseDurationMs <= le.renewDeadlineMs) {
-    throw new ConfigError("leader-election-lease-duration", "--leader-election-lease-duration must be greater than --leader-election-renew-deadline");
-  }
+  checkLeaseTimings(le);
   return le;
 }
 
