@@ -1,8 +1,7 @@
 // Entry point: the only place that reads process.env/argv (through parseConfig), handles signals
 // and decides exit codes: 0 done, 1 failure (or a heal command with failed volumes), 2 bad flags.
 import * as grpc from "@grpc/grpc-js";
-import { exitWhenDone, untilSignal } from "../common/process/entry.js";
-import { FlagError } from "../common/config/flags.js";
+import { exitWhenDone, parseCommandLine, untilSignal } from "../common/process/entry.js";
 import { createLogger, setLogger, log, type Logger } from "../common/log/logger.js";
 import { packageVersion } from "../common/util/version.js";
 import { parseConfig, type Config, type HealCommand } from "./config/config.js";
@@ -12,24 +11,8 @@ import { buildParts, startController } from "./run.js";
 const NAME = "csi-addons-healer-controller";
 
 async function main(): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseConfig(process.argv.slice(2), process.env);
-  } catch (err) {
-    if (err instanceof FlagError) {
-      process.stderr.write(`${NAME}: invalid configuration: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
-  if (parsed.kind === "help") {
-    process.stdout.write(`${parsed.text}\n`);
-    return 0;
-  }
-  if (parsed.kind === "version") {
-    process.stdout.write(`${NAME} ${packageVersion()}\n`);
-    return 0;
-  }
+  const parsed = parseCommandLine(NAME, () => parseConfig(process.argv.slice(2), process.env));
+  if (typeof parsed === "number") return parsed;
   const { config } = parsed;
   const logger = createLogger(config.logLevel, config.logFormat, parsed.kind === "heal");
   setLogger(logger);

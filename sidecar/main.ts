@@ -1,8 +1,8 @@
 // Entry point: the only place that reads process.env/argv (through parseConfig), handles signals
 // and decides exit codes.
 import * as grpc from "@grpc/grpc-js";
-import { exitWhenDone, fatal, setTerminationLog, untilSignal } from "../common/process/entry.js";
-import { ConfigError, parseConfig } from "./config/config.js";
+import { exitWhenDone, fatal, parseCommandLine, setTerminationLog, untilSignal } from "../common/process/entry.js";
+import { parseConfig } from "./config/config.js";
 import { createKubeApi } from "./kube/client.js";
 import { KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "./kube/transport.js";
 import { createLogger, log, setLogger } from "./log/logger.js";
@@ -11,24 +11,8 @@ import { packageVersion } from "./util/version.js";
 
 
 async function main(): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseConfig(process.argv.slice(2), process.env);
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`csi-addons-sidecar: invalid configuration: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
-  if (parsed.kind === "help") {
-    process.stdout.write(`${parsed.text}\n`);
-    return 0;
-  }
-  if (parsed.kind === "version") {
-    process.stdout.write(`csi-addons-sidecar ${packageVersion()}\n`);
-    return 0;
-  }
+  const parsed = parseCommandLine("csi-addons-sidecar", () => parseConfig(process.argv.slice(2), process.env));
+  if (typeof parsed === "number") return parsed;
   const config = parsed.config;
   setTerminationLog(config.terminationLog);
   const logger = createLogger(config.logLevel, config.logFormat);

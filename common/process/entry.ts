@@ -1,6 +1,8 @@
 // What every entry point (main.ts) does the same way: wait for SIGTERM/SIGINT, write a fatal
 // reason to the log and /dev/termination-log, and exit once the logger has flushed.
 import { writeFileSync } from "node:fs";
+import { FlagError } from "../config/flags.js";
+import { packageVersion } from "../util/version.js";
 
 // The container's terminationMessagePath by default; an entry point may point it elsewhere
 // (the sidecar's --termination-log) once its configuration is parsed.
@@ -8,6 +10,32 @@ let terminationLog = "/dev/termination-log";
 
 export function setTerminationLog(path: string): void {
   terminationLog = path;
+}
+
+type Answered = { kind: "help"; text: string } | { kind: "version" };
+
+/**
+ * The parsed command line; or, for --help, --version and bad flags, what was printed and the exit
+ * code (0, 0, 2 with one line on stderr naming the flag).
+ */
+export function parseCommandLine<P extends { kind: string }>(name: string, parse: () => P | Answered): Exclude<P, Answered> | number {
+  let parsed: P | Answered;
+  try {
+    parsed = parse();
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    process.stderr.write(`${name}: invalid configuration: ${err.message}\n`);
+    return 2;
+  }
+  if (parsed.kind === "help") {
+    process.stdout.write(`${(parsed as { text: string }).text}\n`);
+    return 0;
+  }
+  if (parsed.kind === "version") {
+    process.stdout.write(`${name} ${packageVersion()}\n`);
+    return 0;
+  }
+  return parsed as Exclude<P, Answered>;
 }
 
 interface ErrorLog {
