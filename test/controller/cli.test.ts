@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { startTs } from "../support/proc.js";
 import { ConfigError, parseConfig } from "../../controller/config/config.js";
-import { handleOf, startStack, type Stack } from "./stack.js";
+import { HANDLED, handleOf, startStack, type Stack } from "./stack.js";
 
 async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
   const p = startTs("controller/main.ts", args, { env });
@@ -79,7 +79,7 @@ describe("heal subcommand", () => {
     assert.match(r.stdout, /^PV\s+DRIVER\s+VOLUME HANDLE\s+RESULT$/m);
     assert.match(r.stdout, /HEALED 1, NOT_NEEDED 1, NOT_HEALABLE 1 \(mode IF_ABNORMAL, node node-1\)/);
     assert.equal(stack.heals("pv-b"), 0);
-    assert.equal(stack.annotation("healer.csiaddons.openshift.io/handledRestart"), undefined, "a manual pass writes no marker");
+    assert.equal(stack.annotation(HANDLED), undefined, "a manual pass writes no marker");
   });
 
   test("--pv and --mode always: exactly that volume, re-staged, exit 0", async () => {

@@ -6,10 +6,10 @@ import { restartDriverStub, startDriverStub, type DriverStub, type StubState } f
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
 import { TLS_CLIENT_OPTIONS, checkHealth, tlsCredentials, type TlsFiles } from "../sidecar/secure-sidecar.js";
-import { CSI_ADDONS_NODE_NAME, NAMESPACE, daemonSet, namespace, node, pod, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
 
 export const CAN = "csiaddons.openshift.io/v1alpha1";
-export const HANDLED = "healer.csiaddons.openshift.io/handledRestart";
+export const HANDLED = HANDLED_RESTART;
 export const POD_UID_ANNOTATION = "sidecar.csiaddons.openshift.io/createdByPodUID";
 export const RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
 
@@ -51,7 +51,7 @@ export const handleOf = (pvName: string) => `handle-${pvName}`;
 
 export function runningPod(uid?: string): Record<string, any> {
   const p = pod() as Record<string, any>;
-  return { ...p, metadata: { ...p.metadata, ...(uid ? { uid } : {}) }, status: { phase: "Running", podIP: "127.0.0.1" } };
+  return onLocalhost(uid ? { ...p, metadata: { ...p.metadata, uid } } : p);
 }
 
 export async function startStack(o: StackOptions): Promise<Stack> {

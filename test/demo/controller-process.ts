@@ -3,7 +3,7 @@
 import { NAMESPACE } from "../support/fixtures.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
-export const HANDLED_RESTART = "healer.csiaddons.openshift.io/handledRestart";
+export { HANDLED_RESTART } from "../support/fixtures.js";
 /** Its Prometheus metrics the demo and the bench read. */
 export const HEALS_METRIC = "csi_addons_healer_heals";
 export const RESTART_METRIC = "csi_addons_healer_restart_heal_duration_seconds";

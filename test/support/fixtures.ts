@@ -46,6 +46,9 @@ export function pod(): Obj {
   };
 }
 
+/** The healer controller's restart marker on a CSIAddonsNode (DESIGN 7.2), as tests expect it. */
+export const HANDLED_RESTART = "healer.csiaddons.openshift.io/handledRestart";
+
 /** A pod running with IP 127.0.0.1, where a local healer controller finds the sidecar's port. */
 export function onLocalhost(p: Obj): Obj {
   return { ...p, status: { phase: "Running", podIP: "127.0.0.1", podIPs: [{ ip: "127.0.0.1" }] } };
