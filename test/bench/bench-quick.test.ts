@@ -63,7 +63,9 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   for (const c of [r.restartHeal.oneNode, r.restartHeal.fleet]) {
     assert.equal(c.healer.driverHealCalls, c.volumes, "one NodeHealVolume per volume after the restart: healed once, none lost");
     assert.ok(c.healer.peakDriverCalls <= c.perNodeConcurrency, `--per-node-concurrency held: ${c.healer.peakDriverCalls}`);
-    assert.ok(c.floor.wallMs > 0 && c.healer.backToLastHealedMs >= c.healer.healPhaseMs);
+    // Heals reach a driver only once it is back; with staggered restarts the first heal can come
+    // before the last driver is back, so the heal phase is bounded by the first driver back.
+    assert.ok(c.floor.wallMs > 0 && c.healer.firstBackToLastHealedMs >= c.healer.healPhaseMs, JSON.stringify(c.healer));
     assert.ok(c.apiRequests.sidecarsPerHeal > 0, "the sidecars' requests are counted under their own identity");
     assert.ok(Object.keys(c.apiRequests.controller).length > 0, "the controller's requests are counted under its own identity");
     assert.ok(c.healer.cpuMsPerHeal.sidecars > 0 && c.floor.cpuMsPerHeal.drivers > 0, "CPU time is read from /proc");
