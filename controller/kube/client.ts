@@ -1,5 +1,6 @@
 // KubeWrites over @kubernetes/client-node: every request carries a deadline (an AbortSignal the
 // caller may end sooner), and errors become KubeRequestError with the API server's status.
+import type http from "node:http";
 import {
   ApiException,
   CoordinationV1Api,
@@ -14,6 +15,7 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { KubeRequestError, type EventRecord, type KubeWrites, type StoredLease } from "./api.js";
+import { KeepAliveAgents } from "./keep-alive.js";
 
 const CAN_GROUP = "csiaddons.openshift.io";
 const CAN_VERSION = "v1alpha1";
@@ -29,7 +31,10 @@ export function loadKubeConfig(kubeconfig: string | undefined): KubeConfig {
   return kc;
 }
 
-/** Request options: our deadline (or the caller's signal, whichever ends first) and an optional content type. */
+/** One pool of API server connections for every request of this process (see keep-alive.ts). */
+const agents = new KeepAliveAgents();
+
+/** Request options: our deadline (or the caller's signal, whichever ends first), a pooled connection and an optional content type. */
 function options(signal: AbortSignal, contentType?: string): ConfigurationOptions {
   const s = AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]);
   return {
@@ -37,6 +42,8 @@ function options(signal: AbortSignal, contentType?: string): ConfigurationOption
       {
         pre: (ctx) => {
           ctx.setSignal(s);
+          const agent = agents.share(ctx.getAgent() as http.Agent | undefined);
+          if (agent) ctx.setAgent(agent);
           if (contentType) ctx.setHeaderParam("Content-Type", contentType);
           return new Observable(Promise.resolve(ctx));
         },

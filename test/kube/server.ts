@@ -48,6 +48,8 @@ export interface KubeApi {
   update(obj: unknown): object;
   delete(apiVersion: string, kind: string, namespace: string | undefined, name: string): void;
   list(apiVersion: string, kind: string, namespace?: string): object[];
+  /** TCP connections accepted since the start (a client that pools its connections opens few). */
+  connectionsAccepted(): number;
   counters: { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number>; byUser(): Record<string, Record<string, number>> };
   faults: { failNext(n: number, status: 500 | 503 | 429, match?: Match): void; latency(ms: number, match?: Match): void; clear(): void; dropWatches(): void; down(): Promise<void>; up(): Promise<void> };
   auth: { addToken(token: string, user: TokenUser): void; allow(username: string, rule: Rule): void; clearRules(username?: string): void; setRequireRbac(on: boolean): void };
@@ -109,6 +111,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
 
   const cert = opts.tls === false ? undefined : await selfSignedCert();
   const sockets = new Set<Socket>();
+  let accepted = 0;
   let url = "";
   const deps = { ops, auth, counters, faults, host: () => url.replace(/^https?:\/\//, "") };
   const onRequest = (req: Parameters<typeof handle>[1], res: Parameters<typeof handle>[2]) => void handle(deps, req, res);
@@ -117,6 +120,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     server = cert ? createHttps({ key: cert.key, cert: cert.cert }, onRequest) : createHttp(onRequest);
     server.on("connection", (s: Socket) => {
       sockets.add(s);
+      accepted++;
       s.once("close", () => sockets.delete(s));
     });
     await new Promise<void>((resolve, reject) => {
@@ -150,6 +154,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       rmSync(dir, { recursive: true, force: true });
     },
     ...direct,
+    connectionsAccepted: () => accepted,
     counters,
     faults: {
       failNext: (n, status, match) => faults.failNext(n, status, match),
