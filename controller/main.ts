@@ -1,7 +1,7 @@
 // Entry point: the only place that reads process.env/argv (through parseConfig), handles signals
 // and decides exit codes: 0 done, 1 failure (or a heal command with failed volumes), 2 bad flags.
 import * as grpc from "@grpc/grpc-js";
-import { exitWhenDone, parseCommandLine, untilSignal } from "../common/process/entry.js";
+import { exitWhenDone, parseCommandLine, setTerminationLog, untilSignal } from "../common/process/entry.js";
 import { createLogger, setLogger, log, type Logger } from "../common/log/logger.js";
 import { packageVersion } from "../common/util/version.js";
 import { parseConfig, type Config, type HealCommand } from "./config/config.js";
@@ -14,6 +14,7 @@ async function main(): Promise<number> {
   const parsed = parseCommandLine(NAME, () => parseConfig(process.argv.slice(2), process.env));
   if (typeof parsed === "number") return parsed;
   const { config } = parsed;
+  setTerminationLog(config.terminationLog);
   const logger = createLogger(config.logLevel, config.logFormat, parsed.kind === "heal");
   setLogger(logger);
   // grpc-js writes to stderr by default; its errors belong in our log stream.

@@ -46,6 +46,8 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: LogFormat;
   shutdownGraceMs: number;
+  /** Where a fatal exit's reason is written (the container's terminationMessagePath). */
+  terminationLog: string;
 }
 
 export interface HealCommand {
@@ -86,6 +88,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
   { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 10s)" },
+  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file that receives a fatal exit's reason (default /dev/termination-log)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -148,6 +151,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
     logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
     shutdownGraceMs: duration(raw, "shutdown-grace", 10_000),
+    terminationLog: raw.get("termination-log") || "/dev/termination-log",
   };
   checkLeaseTimings(config.leader);
   if (!isHeal) return { kind: "run", config };

@@ -2,7 +2,9 @@
 // and the one-shot `heal` subcommand with its progress lines and summary table.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { startTs } from "../support/proc.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { startTs, tempDir } from "../support/proc.js";
 import { ConfigError, parseConfig } from "../../controller/config/config.js";
 import { HANDLED, handleOf, startStack, type Stack } from "./stack.js";
 
@@ -23,6 +25,18 @@ describe("flags", () => {
     const bad = await runCli(["--sidecar-tls=false"], { CHECK_INTERVAL: "soon" });
     assert.equal(bad.code, 2);
     assert.equal(bad.stderr, 'csi-addons-healer-controller: invalid configuration: --check-interval must be a duration like 30s or 3m, got "soon"\n');
+  });
+
+  test("a fatal start-up error exits 1 with its reason in the log and in --termination-log (or TERMINATION_LOG)", async () => {
+    const dir = tempDir();
+    const args = ["--sidecar-tls=false", `--kubeconfig=${join(dir, "absent-kubeconfig")}`];
+    const byFlag = await runCli([...args, `--termination-log=${join(dir, "by-flag")}`]);
+    assert.equal(byFlag.code, 1);
+    assert.match(byFlag.stdout, /absent-kubeconfig/);
+    assert.match(readFileSync(join(dir, "by-flag"), "utf8"), /^fatal: .*absent-kubeconfig/);
+    const byEnv = await runCli(args, { TERMINATION_LOG: join(dir, "by-env") });
+    assert.equal(byEnv.code, 1);
+    assert.match(readFileSync(join(dir, "by-env"), "utf8"), /absent-kubeconfig/);
   });
 
   test("each bad value names its flag", () => {
@@ -50,6 +64,7 @@ describe("flags", () => {
     assert.equal(c.leader.enabled, true, "on by default in a cluster");
     assert.deepEqual([c.leader.leaseDurationMs, c.leader.renewDeadlineMs, c.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
     assert.deepEqual(c.sidecarTls, { enabled: true, caFile: "/ca.crt", serverName: undefined, insecureSkipVerify: false });
+    assert.equal(c.terminationLog, "/dev/termination-log");
     const w = parseConfig(["--sidecar-tls=false", "--check-interval=1m", "--kubeconfig=/k"], { CHECK_INTERVAL: "bogus" }) as Extract<ReturnType<typeof parseConfig>, { kind: "run" }>;
     assert.equal(w.config.checkIntervalMs, 60_000);
     assert.equal(w.config.leader.enabled, false, "off with a kubeconfig (local use)");

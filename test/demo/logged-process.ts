@@ -73,7 +73,12 @@ export async function spawnLogged(o: LoggedSpawnOptions): Promise<LoggedProcess>
   const entry = o.entry.endsWith(".ts") ? ["--import", "tsx", join(repoRoot, o.entry)] : [join(repoRoot, o.entry)];
   const fd = openSync(o.logFile, "a");
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...entry, ...o.args], { cwd: repoRoot, stdio: ["ignore", fd, fd], env: { ...process.env, ...o.env } });
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...entry, ...o.args], {
+    cwd: repoRoot,
+    stdio: ["ignore", fd, fd],
+    // A fatal exit's reason goes beside the log, never to the host's /dev/termination-log.
+    env: { ...process.env, TERMINATION_LOG: `${o.logFile}.termination-log`, ...o.env },
+  });
   closeSync(fd);
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   const running = () => child.exitCode === null && child.signalCode === null;

@@ -42,8 +42,6 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
     "--http-endpoint=127.0.0.1:0",
     `--kubeconfig=${o.kubeconfig}`,
     "--enable-auth=false",
-    // Never the host's /dev/termination-log.
-    `--termination-log=${join(dirname(o.logFile), "termination-log")}`,
     ...(o.args ?? []),
   ];
 }

@@ -37,7 +37,9 @@ export function startJs(entry: string, args: string[], opts: { env?: NodeJS.Proc
 function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string }): Proc {
   const child = spawn(process.execPath, nodeArgs, {
     cwd: opts.cwd ?? repoRoot,
-    env: { ...process.env, ...opts.env },
+    // A fatal exit writes its reason to TERMINATION_LOG: never the host's /dev/termination-log
+    // (a test's own TERMINATION_LOG or --termination-log still wins).
+    env: { ...process.env, TERMINATION_LOG: join(tempDir("termination-"), "termination-log"), ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
