@@ -140,6 +140,10 @@ test("Go durations", () => {
   assert.equal(parseDuration("3m"), 180_000);
   assert.equal(parseDuration("250ms"), 250);
   assert.equal(parseDuration("1h2m3s"), 3_723_000);
+  // Go accepts both spellings of microseconds (µ is escaped in the source, see duration.ts).
+  assert.equal(parseDuration("1500\u00b5s"), 1.5);
+  assert.equal(parseDuration("1500us"), 1.5);
+  assert.equal(parseDuration("1s500000ns"), 1_000.5);
   assert.equal(parseDuration("3"), undefined);
   assert.equal(parseDuration("3m "), undefined);
 });
