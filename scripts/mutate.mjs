@@ -16,6 +16,7 @@ import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const targets = JSON.parse(readFileSync(join(root, "scripts/mutate-targets.json"), "utf8"));
@@ -199,7 +200,7 @@ function sample(list, n, seed) {
 // ---- running -------------------------------------------------------------------------------------
 
 /** A private copy of the repository (node_modules linked, not copied). */
-function makeCopy() {
+export function makeCopy() {
   const dir = mkdtempSync(join(tmpdir(), "mutate-"));
   const skip = new Set(["node_modules", ".git", "dist", "bench", ".tmp"]);
   for (const entry of readdirSync(root)) {
@@ -210,11 +211,15 @@ function makeCopy() {
   return dir;
 }
 
-/** Runs one test file in `cwd`; resolves with "pass", "fail" or "timeout", the time taken and the failed tests. */
-function runTestFile(cwd, file, timeoutMs) {
+/**
+ * Runs one test file in `cwd` (only the tests matching `namePattern`, if given); resolves with
+ * "pass", "fail" or "timeout", the time taken and the failed tests.
+ */
+export function runTestFile(cwd, file, timeoutMs, namePattern) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", file], {
+    const only = namePattern === undefined ? [] : [`--test-name-pattern=${namePattern}`];
+    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", ...only, file], {
       cwd,
       detached: true, // its own process group: a timeout kills the sidecars and stubs it started too
       stdio: ["ignore", "pipe", "ignore"],
@@ -235,7 +240,8 @@ function runTestFile(cwd, file, timeoutMs) {
         process.kill(-child.pid, "SIGKILL");
       } catch {}
       const failed = [...out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]);
-      resolve({ outcome: timedOut ? "timeout" : code === 0 ? "pass" : "fail", ms: Date.now() - started, failed });
+      const tests = Number(/^# tests (\d+)$/m.exec(out)?.[1] ?? 0);
+      resolve({ outcome: timedOut ? "timeout" : code === 0 ? "pass" : "fail", ms: Date.now() - started, failed, tests });
     });
   });
 }
@@ -324,7 +330,10 @@ async function main() {
   if (o.out) writeFileSync(o.out, JSON.stringify(report, null, 2) + "\n");
 }
 
-main().catch((err) => {
-  console.error(err instanceof Error ? err.message : String(err));
-  process.exit(1);
-});
+// Run, unless imported for its helpers (scripts/break-promises.mjs).
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((err) => {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exit(1);
+  });
+}
