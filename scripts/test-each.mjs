@@ -16,7 +16,7 @@ const files = readdirSync(join(root, "test"), { recursive: true })
 
 /** Runs one file (optionally one test by name); returns the reporter's records. */
 function run(file, pattern) {
-  const args = ["--import", "tsx", "--test", "--test-concurrency=1", "--test-timeout=180000", `--test-reporter=${reporter}`];
+  const args = ["--import", "tsx", "--test", "--test-concurrency=1", "--test-timeout=600000", `--test-reporter=${reporter}`];
   if (pattern !== undefined) args.push(`--test-name-pattern=${pattern}`);
   const r = spawnSync(process.execPath, [...args, file], { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 });
   const records = r.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));

@@ -57,6 +57,8 @@ describe("restart heal survives the controller", () => {
     const a = await start([...LEADER_ARGS, "--leader-election-identity=ctl-a"]);
     await waitLog(a, { message: "became leader" });
     const b = await start([...LEADER_ARGS, "--leader-election-identity=ctl-b"]);
+    // Run alone, this is the node's first sight: wait it out, so the crash below is a restart.
+    await stack.waitHandled();
     const before = stack.pvs.map((pv) => stack.heals(pv));
     await stack.crashDriver();
     await waitFor("the leader's first restart heal", () => a.heals({ trigger: "restart" }).length >= 1, { timeoutMs: 30_000 });

@@ -33,18 +33,27 @@ test("first sight: IF_ABNORMAL only (history unknown), then the marker is record
   assert.match(marker, /^[0-9a-f-]{36}\+$/, "marker = pod uid + (no driver restart yet)");
 });
 
+/** What the tests below start from, whether or not the tests before them ran: the first sight handled. */
+async function baseline() {
+  await stack.waitHandled();
+  return { heals: healCounts(), restartDecisions: controller.heals({ trigger: "restart" }).length };
+}
+const plus = (counts: number[], n: number) => counts.map((c) => c + n);
+
 test("killing the driver heals every volume of the node exactly once with ALWAYS", async () => {
+  const start = await baseline();
   await stack.crashDriver();
   const marker = await stack.waitHandled();
   assert.ok(marker.endsWith(stack.annotation("sidecar.csiaddons.openshift.io/driverRestartedAt")!));
-  assert.deepEqual(healCounts(), [1, 1, 1]);
-  const decisions = controller.heals({ trigger: "restart" });
+  assert.deepEqual(healCounts(), plus(start.heals, 1));
+  const decisions = controller.heals({ trigger: "restart" }).slice(start.restartDecisions);
   assert.deepEqual(decisions.map((l) => [l.pv, l.mode, l.node]).sort(), stack.pvs.map((pv) => [pv, "ALWAYS", "node-1"]));
   const metrics = await controller.metrics();
   assert.match(metrics, /csi_addons_healer_restart_heal_duration_seconds_count\{driver="stub.csi.example.com"\} 1/);
 });
 
 test("a new node-plugin pod (new pod UID) heals every volume once more", async () => {
+  const start = await baseline();
   await stack.sidecar!.stop();
   stack.kube.delete("v1", "Pod", NAMESPACE, POD);
   await stack.kube.create(runningPod("7d1e0b5a-9999-4a4a-9d9d-00000000abcd"));
@@ -54,6 +63,6 @@ test("a new node-plugin pod (new pod UID) heals every volume once more", async (
   const marker = await stack.waitHandled();
   assert.notEqual(marker, before);
   assert.ok(marker.startsWith("7d1e0b5a-9999-4a4a-9d9d-00000000abcd+"));
-  assert.deepEqual(healCounts(), [2, 2, 2], "exactly one more ALWAYS heal per volume");
-  assert.equal(controller.heals({ trigger: "restart" }).length, 6);
+  assert.deepEqual(healCounts(), plus(start.heals, 1), "exactly one more ALWAYS heal per volume");
+  assert.equal(controller.heals({ trigger: "restart" }).length, start.restartDecisions + 3);
 });
