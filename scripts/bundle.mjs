@@ -2,9 +2,9 @@
 // image and the bench. Node loads and compiles one file instead of ~600 modules (start-up time and
 // memory), and the image needs no node_modules for the sidecar.
 //
-// Two dependencies read .proto files next to their own code at run time (grpc-health-check,
-// @grpc/reflection, through __dirname): those files are copied under dist/vendor/ and each
-// module's __dirname points to where it would sit there, so their relative paths still resolve.
+// A dependency that reads .proto files next to its own code at run time (@grpc/reflection, through
+// __dirname): those files are copied under dist/vendor/ and the module's __dirname points to where
+// it would sit there, so its relative paths still resolve.
 import { build } from "esbuild";
 import { cpSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
@@ -14,7 +14,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = "dist/csi-addons-sidecar.mjs";
 const VENDOR = "dist/vendor";
 /** Package → its folder of .proto files that its code reads. */
-const PROTO_DIRS = { "grpc-health-check": "proto/health", "@grpc/reflection": "build/proto/grpc" };
+const PROTO_DIRS = { "@grpc/reflection": "build/proto/grpc" };
 const PROTO_PACKAGES = Object.keys(PROTO_DIRS);
 
 const vendorDirname = {

@@ -2,7 +2,7 @@
 // (grpc.health.v1), what can its driver do (identity.Identity/GetCapabilities, relayed from the
 // driver), and HealVolume. Every call carries a deadline and the bearer token.
 import * as grpc from "@grpc/grpc-js";
-import { service as healthService } from "grpc-health-check";
+import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from "../../proto/gen/grpc/health/v1/health.js";
 import { IdentityClient, type GetCapabilitiesResponse } from "../../proto/gen/identity/identity.js";
 import { Capability_VolumeHealer_Type as HealerType } from "../../proto/gen/identity/identity.js";
 import { HealVolumeRequest_Mode, VolumeHealerClient, type HealVolumeResponse } from "../../proto/gen/sidecar/v1/healer.js";
@@ -10,7 +10,6 @@ import { NodeHealVolumeResponse_Result, VolumeHealth_State } from "../../proto/g
 import type { HealerCapabilities, Mode } from "../plan/types.js";
 import type { ChannelSetup } from "./credentials.js";
 
-const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 const HEALER_SERVICE = "sidecar.v1.VolumeHealer";
 
 /** A call that ended with a gRPC status other than OK. */
@@ -32,7 +31,7 @@ type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: Partial<grpc.CallOpti
 export class SidecarConnection {
   private readonly healer: VolumeHealerClient;
   private readonly identity: IdentityClient;
-  private readonly health: grpc.Client;
+  private readonly health: HealthClient;
 
   constructor(
     readonly address: string,
@@ -47,10 +46,9 @@ export class SidecarConnection {
 
   /** true when the sidecar says SERVING; false when it says anything else or cannot be reached. */
   async serving(timeoutMs: number): Promise<boolean> {
-    const check = (this.health as unknown as { check: Unary<{ service: string }, { status: string | number }> }).check;
     try {
-      const res = await this.call(check.bind(this.health), { service: HEALER_SERVICE }, timeoutMs, false);
-      return res.status === "SERVING" || res.status === 1;
+      const res = await this.call(this.health.check.bind(this.health), { service: HEALER_SERVICE }, timeoutMs, false);
+      return res.status === ServingStatus.SERVING;
     } catch {
       return false;
     }

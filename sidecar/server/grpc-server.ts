@@ -4,8 +4,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { protoPath as healthProtoPath } from "grpc-health-check";
+import type { PackageDefinition } from "@grpc/proto-loader";
 import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
 import { addHealthService } from "../health/grpc-health.js";
@@ -52,7 +51,7 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
   const served = [...SERVED, ...deps.upstream.map((s) => s.name)];
   const protoFiles = deps.upstream.map((s) => s.protoFile);
-  addLazyReflection(server, async () => new (await import("@grpc/reflection")).ReflectionService(loadDescriptors(protoFiles), { services: served }));
+  addLazyReflection(server, async () => new (await import("@grpc/reflection")).ReflectionService(await loadDescriptors(protoFiles), { services: served }));
   return server;
 }
 
@@ -64,11 +63,11 @@ export function bindServer(server: grpc.Server, address: string, creds: grpc.Ser
 
 const SERVED = ["sidecar.v1.VolumeHealer", "identity.Identity", "grpc.health.v1.Health"] as const;
 
-function loadDescriptors(extraProtoFiles: string[]): protoLoader.PackageDefinition {
-  return {
-    ...protoLoader.loadSync(["sidecar/v1/healer.proto", "identity/identity.proto", ...extraProtoFiles], { includeDirs: [protoRoot()], keepCase: true }),
-    ...protoLoader.loadSync(healthProtoPath, { keepCase: true }),
-  };
+/** Loaded at the first reflection call: protobufjs's parser costs start-up time and memory. */
+async function loadDescriptors(extraProtoFiles: string[]): Promise<PackageDefinition> {
+  const protoLoader = await import("@grpc/proto-loader");
+  const files = ["sidecar/v1/healer.proto", "identity/identity.proto", "grpc/health/v1/health.proto", ...extraProtoFiles];
+  return protoLoader.loadSync(files, { includeDirs: [protoRoot()], keepCase: true });
 }
 
 /** proto/ ships beside sidecar/ both in the repository and in the image (dist/ is one level deeper). */

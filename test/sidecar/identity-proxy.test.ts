@@ -87,6 +87,18 @@ test("gRPC reflection lists exactly the services this port serves", async () => 
     stream.on("error", reject);
     stream.write({ list_services: "" });
   });
+  // Each served service's descriptor is there too (grpcurl describe), health included.
+  const healthFile = await new Promise<string>((resolve, reject) => {
+    const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
+    stream.on("data", (r: any) => {
+      if (r.error_response) reject(new Error(r.error_response.error_message));
+      else resolve(Buffer.from(r.file_descriptor_response.file_descriptor_proto[0]).toString("latin1"));
+      stream.end();
+    });
+    stream.on("error", reject);
+    stream.write({ file_containing_symbol: "grpc.health.v1.Health" });
+  });
+  for (const name of ["grpc.health.v1", "HealthCheckResponse", "ServingStatus", "Watch"]) assert.ok(healthFile.includes(name), name);
   client.close();
   assert.deepEqual(names, [
     "grpc.health.v1.Health",
