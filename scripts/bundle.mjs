@@ -78,9 +78,10 @@ for (const [pkg, dir] of Object.entries(PROTO_DIRS)) cpSync(join(root, "node_mod
 // string; one other character (esbuild leaves regular expression literals as written) makes the
 // whole source a two-byte string, +2.2 MB of idle heap.
 // (BUNDLE_READABLE keeps comments, which may not be ASCII: for reading a profile only.)
-const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(readFileSync(join(root, OUT), "latin1"));
+const bundled = readFileSync(join(root, OUT), "latin1");
+const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(bundled);
 if (nonAscii) {
-  const around = readFileSync(join(root, OUT), "latin1").slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
+  const around = bundled.slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
   throw new Error(`${OUT} is not ASCII-only (escape the character in the source): ...${around}...`);
 }
 
