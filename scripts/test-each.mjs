@@ -1,6 +1,7 @@
 // Order independence: runs every matching test file alone, then every test in it alone by name
 // (--test-name-pattern), and lists what fails only in isolation. Slow; not part of `npm test`.
-// Usage: node scripts/test-each.mjs [file substring ...]   e.g. `node scripts/test-each.mjs sidecar/`
+// Usage: npm run test-each -- [file substring ...]   e.g. `npm run test-each -- sidecar/` (through npm,
+// so the tests run on the pinned Node, as `npm test` does).
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";

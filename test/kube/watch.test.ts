@@ -65,8 +65,9 @@ describe("watch", () => {
   });
 
   test("a resourceVersion older than the kept history → ERROR event with 410 Expired", async () => {
+    await create("w-old");
     const old = await listRv();
-    for (let i = 0; i < HISTORY + 5; i++) await label("w-b", { n: String(i) });
+    for (let i = 0; i < HISTORY + 5; i++) await label("w-old", { n: String(i) });
     const w = await recordWatch(c.watch, nodesPath(), { resourceVersion: old });
     await w.ended;
     assert.equal(w.events.length, 1);
