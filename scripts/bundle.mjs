@@ -32,14 +32,15 @@ const vendorDirname = {
   },
 };
 
-// An ESM import of node:http builds an ES module facade that reads every export, and node:http's
-// lazy WebSocket, CloseEvent and MessageEvent exports load undici (Node's fetch): ~80 ms of start-up
-// and a 770 KB source string for nothing. Our own `import ... from "node:http"` become require()
-// calls (CommonJS dependencies already do that), which read no export.
-const requireNodeHttp = {
-  name: "require-node-http",
+// An ESM import of a built-in module builds an ES module facade that reads every export, and some
+// exports are lazy getters that load more: node:http's WebSocket/CloseEvent/MessageEvent load undici
+// (Node's fetch, a 770 KB source and ~80 ms of start-up), node:readline's `promises` loads
+// readline/promises. Our own `import ... from "node:..."` become require() calls (CommonJS
+// dependencies already do that), which read no export.
+const requireBuiltins = {
+  name: "require-builtins",
   setup(b) {
-    b.onResolve({ filter: /^(node:)?http$/ }, (args) => (args.kind === "import-statement" ? { path: "node:http", namespace: "require-builtin" } : undefined));
+    b.onResolve({ filter: /^node:/ }, (args) => (args.kind === "import-statement" ? { path: args.path, namespace: "require-builtin" } : undefined));
     b.onLoad({ filter: /.*/, namespace: "require-builtin" }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)});`, loader: "js" }));
   },
 };
@@ -59,7 +60,7 @@ const result = await build({
   legalComments: "none",
   metafile: true,
   logLevel: "warning",
-  plugins: [vendorDirname, requireNodeHttp],
+  plugins: [vendorDirname, requireBuiltins],
   // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
   banner: {
     js: [

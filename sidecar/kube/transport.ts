@@ -6,7 +6,6 @@ import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 import { dirname, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { parse } from "yaml";
 import { KubeError } from "./api.js";
 
@@ -101,14 +100,13 @@ export class KubeTransport {
   async watch(path: string, signal: AbortSignal, onEvent: (e: WatchEvent) => void): Promise<void> {
     const res = await this.send("GET", path, undefined, signal);
     if (res.statusCode !== 200) throw statusError(res.statusCode!, await readAll(res, signal));
-    const lines = createInterface({ input: res, crlfDelay: Infinity });
     const ended = new Promise<void>((resolveEnd, reject) => {
       res.once("error", (e) => (signal.aborted ? resolveEnd() : reject(unreachable(e))));
       res.once("close", () => resolveEnd());
     });
     ended.catch(() => {}); // awaited below; an error after an ERROR event must not go unhandled
     try {
-      for await (const line of lines) {
+      for await (const line of linesOf(res)) {
         if (!line.trim()) continue;
         const event = JSON.parse(line) as WatchEvent;
         if (event.type === "ERROR") throw statusError(Number(event.object?.["code"]) || 500, JSON.stringify(event.object));
@@ -160,3 +158,18 @@ function statusError(code: number, text: string): KubeError {
 
 const unreachable = (e: Error & { code?: string }) => new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${e.code ?? e.message}`);
 const timeout = () => new KubeError(0, "Timeout", "request to the Kubernetes API timed out or was cancelled");
+
+/**
+ * The lines of a watch stream (newline-delimited JSON). Not node:readline: loading it brings the
+ * REPL's history and keypress modules into a process that never reads a terminal.
+ */
+async function* linesOf(res: http.IncomingMessage): AsyncGenerator<string> {
+  res.setEncoding("utf8"); // a character split between chunks is decoded whole
+  let rest = "";
+  for await (const chunk of res as AsyncIterable<string>) {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop()!;
+    yield* lines;
+  }
+  if (rest) yield rest;
+}

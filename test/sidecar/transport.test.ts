@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { KubeConfigError, KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "../../sidecar/kube/transport.js";
@@ -60,4 +62,30 @@ test("an unreachable API server is a KubeError with status 0; a deadline is a Ti
   ac.abort();
   await assert.rejects(t.request("GET", "/api", undefined, ac.signal), (e: KubeError) => e instanceof KubeError && e.reason === "Timeout");
   t.close();
+});
+
+test("a watch stream split anywhere (mid-line, inside a UTF-8 character) yields each event whole", async () => {
+  const events = [
+    { type: "ADDED", object: { metadata: { name: "pv-a", annotations: { note: "café ☕" } } } },
+    { type: "MODIFIED", object: { metadata: { name: "pv-b" } } },
+    { type: "DELETED", object: { metadata: { name: "pv-c" } } },
+  ];
+  const bytes = Buffer.from(events.map((e) => JSON.stringify(e)).join("\r\n") + "\n");
+  const cut = bytes.indexOf(Buffer.from("☕")) + 1; // inside the 3-byte character
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write(bytes.subarray(0, 7));
+    setTimeout(() => res.write(bytes.subarray(7, cut)), 20);
+    setTimeout(() => res.end(bytes.subarray(cut)), 40);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const t = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => undefined });
+  try {
+    const seen: unknown[] = [];
+    await t.watch("/api/v1/persistentvolumes?watch=true", AbortSignal.timeout(5000), (e) => seen.push(e));
+    assert.deepEqual(seen, events);
+  } finally {
+    t.close();
+    server.close();
+  }
 });
