@@ -5,8 +5,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startControllerProc, waitLog, type ControllerProc } from "../support/controller.js";
 import { waitFor } from "../support/wait.js";
-import { NAMESPACE, CSI_ADDONS_NODE_NAME } from "../support/fixtures.js";
-import { CAN, RESTARTED_AT, startStack, type Stack } from "./stack.js";
+import { NAMESPACE, CSI_ADDONS_NODE_NAME, POD } from "../support/fixtures.js";
+import { CAN, RESTARTED_AT, runningPod, startStack, type Stack } from "./stack.js";
 
 let stack: Stack;
 let controller: ControllerProc | undefined;
@@ -36,9 +36,17 @@ test("a sidecar that is down is retried and healed once it is back", async () =>
   await waitLog(controller, { message: "restart heal", trigger: "restart" });
   await waitFor("the controller to retry the unreachable sidecar", () => controller!.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3, { timeoutMs: 30_000 });
   assert.equal(stack.stub.calls({ method: "NodeHealVolume" }).length, 0);
+  const connections = async (state: string) => new RegExp(`csi_addons_healer_sidecar_connections\\{state="${state}"\\} 1`).test(await controller!.metrics());
+  await waitFor("the sidecar counted as not serving", () => connections("not_serving"));
+
+  // Its pod gone too: the endpoint cannot be resolved; the controller keeps asking for the pod.
+  stack.kube.delete("v1", "Pod", NAMESPACE, POD);
+  await waitFor("the sidecar counted as unresolved", () => connections("unresolved"), { timeoutMs: 30_000 });
+  await stack.kube.create(runningPod());
 
   await stack.startSidecar();
   await stack.waitHandled();
   assert.deepEqual(stack.pvs.map((pv) => stack.heals(pv)), [1, 1]);
   assert.deepEqual(controller.heals({ trigger: "restart", result: "HEALED" }).length + controller.heals({ trigger: "restart", result: "NOT_NEEDED" }).length, 2);
+  assert.ok(await connections("serving"));
 });
