@@ -82,8 +82,8 @@ export class HealPass {
     return this;
   }
 
+  /** Ends the pass; finish() aborts what it is waiting for and its calls in flight. */
   cancel(): void {
-    this.abort.abort();
     this.finish({ completed: false });
   }
 

@@ -164,3 +164,22 @@ test("pass: cancelled (superseded) → not completed, nothing more is called", a
   await new Promise((r) => setTimeout(r, 50)); // retries were due within 5 ms: none may come
   assert.equal(f.calls.length, n);
 });
+
+test("pass: cancelled while waiting for its sidecar → that wait is interrupted at once, not left to run out", async () => {
+  const f = fake(() => HEALED);
+  const waits: AbortSignal[] = [];
+  // A sidecar whose endpoint takes forever to resolve: only the pass's own signal ends the wait.
+  f.deps.pool = {
+    resolve: (_s: SidecarInfo, signal: AbortSignal) => {
+      waits.push(signal);
+      return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true }));
+    },
+    setState: () => {},
+  } as unknown as PassDeps["pool"];
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start();
+  await waitFor("the pass to wait for its sidecar", () => waits.length === 1);
+  pass.cancel();
+  assert.equal(waits[0]!.aborted, true, "the wait for the sidecar is aborted by cancel()");
+  assert.equal((await pass.done).completed, false);
+  assert.equal(f.calls.length, 0);
+});
