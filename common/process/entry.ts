@@ -1,12 +1,21 @@
 // What every entry point (main.ts) does the same way: wait for SIGTERM/SIGINT, write a fatal
 // reason to the log and /dev/termination-log, and exit once the logger has flushed.
 import { writeFileSync } from "node:fs";
-import { FlagError } from "../config/flags.js";
+import { FlagError, type FlagSpec } from "../config/flags.js";
 import { packageVersion } from "../util/version.js";
 
-// The container's terminationMessagePath by default; an entry point may point it elsewhere
-// (the sidecar's --termination-log) once its configuration is parsed.
-let terminationLog = "/dev/termination-log";
+/** The container's terminationMessagePath by default. */
+export const DEFAULT_TERMINATION_LOG = "/dev/termination-log";
+
+/** Both programs' --termination-log; an entry point passes its value to setTerminationLog(). */
+export const TERMINATION_LOG_FLAG: FlagSpec = {
+  name: "termination-log",
+  kind: "string",
+  env: "TERMINATION_LOG",
+  help: `file a fatal exit writes its reason to (default ${DEFAULT_TERMINATION_LOG})`,
+};
+
+let terminationLog = DEFAULT_TERMINATION_LOG;
 
 export function setTerminationLog(path: string): void {
   terminationLog = path;

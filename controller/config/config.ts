@@ -5,6 +5,7 @@ import { hostname } from "node:os";
 import { FlagError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
 import { bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 import type { LogFormat, LogLevel } from "../../common/log/logger.js";
+import { DEFAULT_TERMINATION_LOG, TERMINATION_LOG_FLAG } from "../../common/process/entry.js";
 
 export { FlagError as ConfigError };
 
@@ -88,7 +89,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
   { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
   { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 10s)" },
-  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file that receives a fatal exit's reason (default /dev/termination-log)" },
+  TERMINATION_LOG_FLAG,
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -151,7 +152,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
     logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
     shutdownGraceMs: duration(raw, "shutdown-grace", 10_000),
-    terminationLog: raw.get("termination-log") || "/dev/termination-log",
+    terminationLog: raw.get("termination-log") || DEFAULT_TERMINATION_LOG,
   };
   checkLeaseTimings(config.leader);
   if (!isHeal) return { kind: "run", config };

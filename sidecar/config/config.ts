@@ -6,6 +6,7 @@ import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../
 import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
 import type { LogFormat, LogLevel } from "../../common/log/logger.js";
+import { DEFAULT_TERMINATION_LOG, TERMINATION_LOG_FLAG } from "../../common/process/entry.js";
 export type { LogFormat, LogLevel };
 /** Names a flag; main.ts exits 2 with its message. */
 export { ConfigError };
@@ -118,7 +119,7 @@ const FLAGS: readonly FlagSpec[] = [
   ...MAPPED_FLAGS,
   ...IGNORED_FLAGS.map(({ why: _why, ...spec }) => spec),
   { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
-  { name: "termination-log", kind: "string", env: "TERMINATION_LOG", help: "file a fatal exit writes its reason to (default /dev/termination-log)" },
+  TERMINATION_LOG_FLAG,
   { name: "pv-cache-ttl", kind: "string", env: "PV_CACHE_TTL", help: "how long a PV read serves health checks, kept current by a PV watch; 0 = off (default 10m)" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
@@ -173,7 +174,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
     nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
-    terminationLog: str("termination-log", "/dev/termination-log"),
+    terminationLog: str("termination-log", DEFAULT_TERMINATION_LOG),
     pvCacheTtlMs: duration(raw, "pv-cache-ttl", 600_000),
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {

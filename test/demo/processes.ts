@@ -1,7 +1,6 @@
 // What the demo and the bench share about the processes they start: the sidecar as a real process
 // (see logged-process.ts), and one place that stops everything that was started — in reverse
 // order, once, also on failure and on Ctrl-C.
-import { dirname, join } from "node:path";
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
 import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS } from "../bench/image.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
