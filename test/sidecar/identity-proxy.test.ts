@@ -4,13 +4,12 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { createRequire } from "node:module";
 import type { KubeApi } from "../kube/index.js";
 import { serveFakeDriver, startTestKube } from "../support/cluster.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call } from "../support/grpc.js";
+import { reflectionClient } from "../support/reflection.js";
 
 const NAME = "raw.csi.example.com";
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ""), "hex");
@@ -75,31 +74,12 @@ test("the sidecar itself decodes the known capabilities: health offered, heal no
 });
 
 test("gRPC reflection lists exactly the services this port serves", async () => {
-  const file = createRequire(import.meta.url).resolve("@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
-  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true })) as any;
-  const client = new pkg.grpc.reflection.v1.ServerReflection(sidecar.address, grpc.credentials.createInsecure());
-  const names = await new Promise<string[]>((resolve, reject) => {
-    const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
-    stream.on("data", (r: any) => {
-      resolve(r.list_services_response.service.map((s: { name: string }) => s.name).sort());
-      stream.end();
-    });
-    stream.on("error", reject);
-    stream.write({ list_services: "" });
-  });
+  const reflection = reflectionClient(sidecar.address);
+  const names = await reflection.services();
   // Each served service's descriptor is there too (grpcurl describe), health included.
-  const healthFile = await new Promise<string>((resolve, reject) => {
-    const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
-    stream.on("data", (r: any) => {
-      if (r.error_response) reject(new Error(r.error_response.error_message));
-      else resolve(Buffer.from(r.file_descriptor_response.file_descriptor_proto[0]).toString("latin1"));
-      stream.end();
-    });
-    stream.on("error", reject);
-    stream.write({ file_containing_symbol: "grpc.health.v1.Health" });
-  });
+  const healthFile = await reflection.describe("grpc.health.v1.Health");
   for (const name of ["grpc.health.v1", "HealthCheckResponse", "ServingStatus", "Watch"]) assert.ok(healthFile.includes(name), name);
-  client.close();
+  reflection.close();
   assert.deepEqual(names, [
     "grpc.health.v1.Health",
     "identity.Identity",

@@ -5,10 +5,8 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { createRequire } from "node:module";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { codeName } from "../support/grpc.js";
+import { reflectionClient } from "../support/reflection.js";
 import { waitFor } from "../support/wait.js";
 import { DRIVER, NAMESPACE, pv, secret } from "../support/fixtures.js";
 import { logged, upstreamFixture } from "./upstream-harness.js";
@@ -173,26 +171,13 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
   });
 
   test("reflection describes the upstream services from our protos (grpcurl works without local .proto files)", async () => {
-    const file = createRequire(import.meta.url).resolve("@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
-    const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true })) as any;
-    const client = new pkg.grpc.reflection.v1.ServerReflection(fx.sidecar.address, grpc.credentials.createInsecure());
+    const reflection = reflectionClient(fx.sidecar.address);
     try {
       for (const symbol of ["proto.ReclaimSpace", "proto.EncryptionKeyRotation", "proto.NetworkFence", "proto.Replication", "proto.VolumeGroupController"]) {
-        const files = await new Promise<Buffer[]>((resolve, reject) => {
-          const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
-          stream.on("data", (r: any) => {
-            if (r.error_response) reject(new Error(`${symbol}: ${r.error_response.error_message}`));
-            else resolve(r.file_descriptor_response.file_descriptor_proto);
-            stream.end();
-          });
-          stream.on("error", reject);
-          stream.write({ file_containing_symbol: symbol });
-        });
-        const text = Buffer.concat(files).toString("latin1");
-        assert.ok(text.includes(symbol.slice("proto.".length)), `${symbol} described`);
+        assert.ok((await reflection.describe(symbol)).includes(symbol.slice("proto.".length)), `${symbol} described`);
       }
     } finally {
-      client.close();
+      reflection.close();
     }
   });
 });
