@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 import { dirname, resolve } from "node:path";
+import type { Readable } from "node:stream";
 import { parse } from "yaml";
 import { KubeError } from "./api.js";
 
@@ -163,7 +164,7 @@ const timeout = () => new KubeError(0, "Timeout", "request to the Kubernetes API
  * The lines of a watch stream (newline-delimited JSON). Not node:readline: loading it brings the
  * REPL's history and keypress modules into a process that never reads a terminal.
  */
-async function* linesOf(res: http.IncomingMessage): AsyncGenerator<string> {
+export async function* linesOf(res: Readable): AsyncGenerator<string> {
   res.setEncoding("utf8"); // a character split between chunks is decoded whole
   let rest = "";
   for await (const chunk of res as AsyncIterable<string>) {

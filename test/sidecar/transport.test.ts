@@ -1,11 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { KubeConfigError, KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "../../sidecar/kube/transport.js";
+import { KubeConfigError, KubeTransport, inClusterEndpoint, kubeconfigEndpoint, linesOf } from "../../sidecar/kube/transport.js";
 import { KubeError } from "../../sidecar/kube/api.js";
 import { tempDir } from "../support/proc.js";
 
@@ -64,7 +63,7 @@ test("an unreachable API server is a KubeError with status 0; a deadline is a Ti
   t.close();
 });
 
-test("a watch stream split anywhere (mid-line, inside a UTF-8 character) yields each event whole", async () => {
+test("watch lines: a stream split anywhere (mid-line, inside a UTF-8 character) yields each event whole", async () => {
   const events = [
     { type: "ADDED", object: { metadata: { name: "pv-a", annotations: { note: "café ☕" } } } },
     { type: "MODIFIED", object: { metadata: { name: "pv-b" } } },
@@ -72,20 +71,9 @@ test("a watch stream split anywhere (mid-line, inside a UTF-8 character) yields 
   ];
   const bytes = Buffer.from(events.map((e) => JSON.stringify(e)).join("\r\n") + "\n");
   const cut = bytes.indexOf(Buffer.from("☕")) + 1; // inside the 3-byte character
-  const server = createServer((_req, res) => {
-    res.writeHead(200, { "content-type": "application/json" });
-    res.write(bytes.subarray(0, 7));
-    setTimeout(() => res.write(bytes.subarray(7, cut)), 20);
-    setTimeout(() => res.end(bytes.subarray(cut)), 40);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const t = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => undefined });
-  try {
-    const seen: unknown[] = [];
-    await t.watch("/api/v1/persistentvolumes?watch=true", AbortSignal.timeout(5000), (e) => seen.push(e));
-    assert.deepEqual(seen, events);
-  } finally {
-    t.close();
-    server.close();
-  }
+  // objectMode: each Buffer stays one chunk, exactly where it was cut.
+  const chunks = Readable.from([bytes.subarray(0, 7), bytes.subarray(7, cut), bytes.subarray(cut)], { objectMode: true });
+  const lines: string[] = [];
+  for await (const line of linesOf(chunks)) lines.push(line);
+  assert.deepEqual(lines.map((l) => JSON.parse(l)), events);
 });
