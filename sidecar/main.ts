@@ -4,7 +4,9 @@ import * as grpc from "@grpc/grpc-js";
 import { exitWhenDone, fatal, parseCommandLine, setTerminationLog, untilSignal } from "../common/process/entry.js";
 import { parseConfig } from "./config/config.js";
 import { createKubeApi } from "./kube/client.js";
-import { KubeTransport, inClusterEndpoint, kubeconfigEndpoint } from "./kube/transport.js";
+import { inClusterEndpoint } from "./kube/endpoint.js";
+import { kubeconfigEndpoint } from "./kube/kubeconfig.js";
+import { KubeTransport } from "./kube/transport.js";
 import { createLogger, log, setLogger } from "./log/logger.js";
 import { startSidecar } from "./run.js";
 import { packageVersion } from "./util/version.js";
@@ -25,7 +27,7 @@ async function main(): Promise<number> {
   let transport: KubeTransport;
   try {
     const { host, port } = config.inClusterApi;
-    transport = new KubeTransport(config.kubeconfig ? kubeconfigEndpoint(config.kubeconfig) : inClusterEndpoint(host, port));
+    transport = new KubeTransport(config.kubeconfig ? await kubeconfigEndpoint(config.kubeconfig) : inClusterEndpoint(host, port));
   } catch (err) {
     return fatal(logger, `cannot load Kubernetes client configuration: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -1,77 +1,12 @@
-// How the sidecar reaches the API server: in-cluster service-account credentials or a kubeconfig,
-// one keep-alive HTTPS agent for every request and watch, JSON in and out, a deadline on each call.
+// How the sidecar reaches the API server: one keep-alive HTTPS agent for every request and watch,
+// JSON in and out, a deadline on each call (the endpoint and credentials: endpoint.ts).
 // Replaces @kubernetes/client-node in the sidecar: importing that library alone cost ~80 MB of RSS
 // and ~1.5 s of start-up, and it opened a new TLS connection per request (see the project notes).
-import { readFileSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
-import { dirname, resolve } from "node:path";
 import type { Readable } from "node:stream";
-import { parse } from "yaml";
 import { KubeError } from "./api.js";
-
-const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
-/** Bound service-account tokens rotate; the kubelet rewrites the file well before expiry. */
-const TOKEN_REREAD_MS = 60_000;
-
-export interface KubeEndpoint {
-  server: URL;
-  ca?: Buffer;
-  cert?: Buffer;
-  key?: Buffer;
-  insecureSkipTlsVerify?: boolean;
-  /** Bearer token, re-read from its file when it came from one. */
-  token: () => string | undefined;
-}
-
-export class KubeConfigError extends Error {}
-
-/** In-cluster credentials, as every pod has them. */
-export function inClusterEndpoint(host: string | undefined, port: string | undefined): KubeEndpoint {
-  if (!host || !port) throw new KubeConfigError("not in a cluster (KUBERNETES_SERVICE_HOST/PORT unset) and no --kubeconfig given");
-  const h = host.includes(":") ? `[${host}]` : host;
-  return { server: new URL(`https://${h}:${port}`), ca: readFileSync(`${SA_DIR}/ca.crt`), token: tokenFile(`${SA_DIR}/token`) };
-}
-
-/** The current context of a kubeconfig file: server, CA, token or client certificate. */
-export function kubeconfigEndpoint(path: string): KubeEndpoint {
-  const doc = parse(readFileSync(path, "utf8")) as Record<string, any>;
-  const base = dirname(path);
-  const named = (list: unknown, name: string, what: string): Record<string, any> => {
-    const hit = (Array.isArray(list) ? list : []).find((e: { name?: string }) => e?.name === name);
-    if (!hit) throw new KubeConfigError(`kubeconfig ${path}: ${what} ${JSON.stringify(name)} not found`);
-    return hit;
-  };
-  const ctx = named(doc["contexts"], doc["current-context"], "context").context ?? {};
-  const cluster = named(doc["clusters"], ctx.cluster, "cluster").cluster ?? {};
-  const user = ctx.user ? (named(doc["users"], ctx.user, "user").user ?? {}) : {};
-  const bytes = (data: string | undefined, file: string | undefined) =>
-    data ? Buffer.from(data, "base64") : file ? readFileSync(resolve(base, file)) : undefined;
-  if (user.exec || user["auth-provider"] || user.username) {
-    throw new KubeConfigError(`kubeconfig ${path}: only token, tokenFile and client-certificate users are supported`);
-  }
-  const token: string | undefined = user.token;
-  return {
-    server: new URL(cluster.server),
-    ca: bytes(cluster["certificate-authority-data"], cluster["certificate-authority"]),
-    cert: bytes(user["client-certificate-data"], user["client-certificate"]),
-    key: bytes(user["client-key-data"], user["client-key"]),
-    insecureSkipTlsVerify: cluster["insecure-skip-tls-verify"] === true,
-    token: user.tokenFile ? tokenFile(resolve(base, user.tokenFile)) : () => token,
-  };
-}
-
-function tokenFile(path: string): () => string {
-  let cached = "";
-  let at = 0;
-  return () => {
-    if (Date.now() - at > TOKEN_REREAD_MS) {
-      cached = readFileSync(path, "utf8").trim();
-      at = Date.now();
-    }
-    return cached;
-  };
-}
+import type { KubeEndpoint } from "./endpoint.js";
 
 export type WatchEvent = { type: string; object: Record<string, any> };
 

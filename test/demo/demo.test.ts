@@ -35,7 +35,7 @@ test("npm run demo tells the healing story with the real controller healing on i
 
   for (const line of [
     /^\[1\/10\] Kubernetes: /m,
-    /kubeconfig: \/\S+\.yaml$/m,
+    /kubeconfig: \/\S+\.json$/m,
     /caller auth is OFF for this local demo \(--enable-auth=false\)/,
     /sidecar log \(JSON lines\): \/\S+sidecar\.log$/m,
     /GetCapabilities .*: Service NODE_SERVICE, VolumeHealer GET_VOLUME_HEALTH, VolumeHealer HEAL_VOLUME$/m,

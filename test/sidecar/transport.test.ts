@@ -4,13 +4,15 @@ import { writeFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { KubeConfigError, KubeTransport, inClusterEndpoint, kubeconfigEndpoint, linesOf } from "../../sidecar/kube/transport.js";
+import { KubeConfigError, inClusterEndpoint } from "../../sidecar/kube/endpoint.js";
+import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
+import { KubeTransport, linesOf } from "../../sidecar/kube/transport.js";
 import { KubeError } from "../../sidecar/kube/api.js";
 import { tempDir } from "../support/proc.js";
 
-function kubeconfig(dir: string, user: Record<string, unknown>, cluster: Record<string, unknown> = { server: "https://127.0.0.1:6443" }): string {
+function kubeconfig(dir: string, user: Record<string, unknown>, cluster: Record<string, unknown> = { server: "https://127.0.0.1:6443" }, format: "yaml" | "json" = "yaml"): string {
   const path = join(dir, "kubeconfig");
-  writeFileSync(path, stringify({
+  writeFileSync(path, (format === "json" ? (o: unknown) => JSON.stringify(o, null, 2) : stringify)({
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "c", cluster }],
@@ -21,33 +23,45 @@ function kubeconfig(dir: string, user: Record<string, unknown>, cluster: Record<
   return path;
 }
 
-test("kubeconfig: server, CA data, token", () => {
+test("kubeconfig: server, CA data, token", async () => {
   const dir = tempDir();
-  const ep = kubeconfigEndpoint(kubeconfig(dir, { token: "t0k" }, { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") }));
+  const ep = await kubeconfigEndpoint(kubeconfig(dir, { token: "t0k" }, { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") }));
   assert.equal(ep.server.href, "https://api:6443/");
   assert.equal(ep.ca?.toString(), "CA");
   assert.equal(ep.token(), "t0k");
 });
 
-test("kubeconfig: files relative to the kubeconfig, token file, client certificate", () => {
+test("kubeconfig: a JSON kubeconfig gives the same endpoint as the same kubeconfig in YAML", async () => {
+  const dir = tempDir();
+  const cluster = { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") };
+  const [fromJson, fromYaml] = await Promise.all([
+    kubeconfigEndpoint(kubeconfig(tempDir(), { token: "t0k" }, cluster, "json")),
+    kubeconfigEndpoint(kubeconfig(dir, { token: "t0k" }, cluster, "yaml")),
+  ]);
+  assert.deepEqual({ ...fromJson, token: fromJson.token() }, { ...fromYaml, token: fromYaml.token() });
+  assert.equal(fromJson.token(), "t0k");
+  assert.equal(fromJson.ca?.toString(), "CA");
+});
+
+test("kubeconfig: files relative to the kubeconfig, token file, client certificate", async () => {
   const dir = tempDir();
   writeFileSync(join(dir, "ca.crt"), "CAFILE");
   writeFileSync(join(dir, "token"), "from-file\n");
   writeFileSync(join(dir, "c.crt"), "CERT");
   writeFileSync(join(dir, "c.key"), "KEY");
-  const ep = kubeconfigEndpoint(kubeconfig(dir, { tokenFile: "token", "client-certificate": "c.crt", "client-key": "c.key" }, { server: "https://api", "certificate-authority": "ca.crt" }));
+  const ep = await kubeconfigEndpoint(kubeconfig(dir, { tokenFile: "token", "client-certificate": "c.crt", "client-key": "c.key" }, { server: "https://api", "certificate-authority": "ca.crt" }));
   assert.equal(ep.ca?.toString(), "CAFILE");
   assert.equal(ep.token(), "from-file");
   assert.equal(ep.cert?.toString(), "CERT");
   assert.equal(ep.key?.toString(), "KEY");
 });
 
-test("kubeconfig: exec plugins and unknown contexts are refused with a clear error", () => {
+test("kubeconfig: exec plugins and unknown contexts are refused with a clear error", async () => {
   const dir = tempDir();
-  assert.throws(() => kubeconfigEndpoint(kubeconfig(dir, { exec: { command: "aws" } })), (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message));
+  await assert.rejects(kubeconfigEndpoint(kubeconfig(dir, { exec: { command: "aws" } })), (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message));
   const path = join(dir, "bad");
   writeFileSync(path, stringify({ contexts: [], "current-context": "nope" }));
-  assert.throws(() => kubeconfigEndpoint(path), /context "nope" not found/);
+  await assert.rejects(kubeconfigEndpoint(path), /context "nope" not found/);
 });
 
 test("in-cluster without KUBERNETES_SERVICE_HOST is a clear configuration error", () => {
