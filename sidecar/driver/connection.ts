@@ -7,7 +7,6 @@ import {
   Capability_VolumeHealer_Type,
   IdentityService,
   type Capability,
-  type GetIdentityResponse,
 } from "../../proto/gen/identity/identity.js";
 import type { Logger } from "../log/logger.js";
 import { grpcCodeName, unaryCall, isServiceError, type MethodDef } from "./unary.js";
@@ -191,12 +190,16 @@ export class DriverConnection extends EventEmitter<Events> {
   }
 
   private async handshake(): Promise<DriverInfo> {
-    const deadline = () => Date.now() + this.opts.callTimeoutMs;
-    const identity: GetIdentityResponse = await this.call(IdentityService.getIdentity, {}, deadline());
+    const deadline = Date.now() + this.opts.callTimeoutMs;
+    // The three at once: the driver is usually ready, and SERVING comes one round trip sooner.
+    const [identity, caps, ready] = await Promise.all([
+      this.call(IdentityService.getIdentity, {}, deadline),
+      this.call(IdentityService.getCapabilities, {}, deadline),
+      this.probe(1),
+    ]);
     if (!identity.name) throw new Error("driver returned an empty name from GetIdentity");
     this.lastName = identity.name;
-    const caps = await this.call(IdentityService.getCapabilities, {}, deadline());
-    await this.probeUntilReady();
+    if (!ready) await this.probeUntilReady();
     const has = (pred: (c: Capability) => boolean) => caps.capabilities.some(pred);
     return {
       name: identity.name,
@@ -210,18 +213,25 @@ export class DriverConnection extends EventEmitter<Events> {
     };
   }
 
+  /** One Probe: true when ready; false when not yet (ready=false, or the Probe timed out). */
+  private async probe(attempt: number): Promise<boolean> {
+    try {
+      const res = await this.call(IdentityService.probe, {}, Date.now() + Math.min(this.opts.callTimeoutMs, 10_000));
+      // An unset `ready` means ready (CSI-Addons spec).
+      if (res.ready !== false) return true;
+      if (attempt === 1 || attempt % 10 === 0) this.opts.logger.info("driver not ready yet (Probe ready=false)", { attempt });
+    } catch (err) {
+      if (!isServiceError(err) || err.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
+      this.opts.logger.info("driver Probe timed out; retrying", { attempt });
+    }
+    return false;
+  }
+
+  /** After a first Probe that said not ready: probe every RETRY_MS until ready. */
   private async probeUntilReady(): Promise<void> {
-    for (let attempt = 1; !this.stop.signal.aborted; attempt++) {
-      try {
-        const res = await this.call(IdentityService.probe, {}, Date.now() + Math.min(this.opts.callTimeoutMs, 10_000));
-        // An unset `ready` means ready (CSI-Addons spec).
-        if (res.ready !== false) return;
-        if (attempt === 1 || attempt % 10 === 0) this.opts.logger.info("driver not ready yet (Probe ready=false)", { attempt });
-      } catch (err) {
-        if (!isServiceError(err) || err.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
-        this.opts.logger.info("driver Probe timed out; retrying", { attempt });
-      }
+    for (let attempt = 2; ; attempt++) {
       await delay(RETRY_MS, this.stop.signal);
+      if (this.stop.signal.aborted || (await this.probe(attempt))) return;
     }
   }
 }
