@@ -34,7 +34,8 @@ COPY sidecar/ sidecar/
 COPY controller/ controller/
 COPY driver-stub/ driver-stub/
 # --sourceMap false: the image carries no TypeScript sources, so maps would point at nothing.
-# npm run build also bundles the sidecar (scripts/bundle.mjs): dist/csi-addons-sidecar.mjs + dist/vendor/.
+# npm run build also bundles the sidecar (scripts/bundle.mjs): dist/csi-addons-sidecar.mjs, the
+# chunks it loads when needed (dist/csi-addons-sidecar-*.mjs) and dist/vendor/.
 COPY scripts/bundle.mjs scripts/
 RUN npm run build -- --sourceMap false
 # What ships besides node_modules: the compiled code, the launchers, package.json (the version the
@@ -42,10 +43,10 @@ RUN npm run build -- --sourceMap false
 # generated TypeScript under proto/gen. The sidecar image gets no driver-stub code; it also carries
 # the healer controller (same code base, entry point bin/csi-addons-healer-controller.js).
 COPY bin/ bin/
-RUN mkdir -p /out/sidecar/bin /out/sidecar/dist \
+RUN mkdir -p /out/sidecar/bin /out/sidecar/dist /out/compile-cache \
  && mkdir -p /out/driver-stub/bin /out/driver-stub/dist \
  && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out/sidecar \
- && cp -r dist/csi-addons-sidecar.mjs dist/vendor dist/common dist/controller dist/proto /out/sidecar/dist/ \
+ && cp -r dist/csi-addons-sidecar*.mjs dist/vendor dist/common dist/controller dist/proto /out/sidecar/dist/ \
  && cp bin/csi-addons-sidecar.js bin/csi-addons-healer-controller.js /out/sidecar/bin/ \
  && cp package.json /out/sidecar/ \
  && cp -r dist/driver-stub dist/proto /out/driver-stub/dist/ \
@@ -90,6 +91,21 @@ COPY --from=build /out/driver-stub/ ./
 # The example DaemonSet runs it as root (a real driver mounts); it has no default user of its own.
 ENTRYPOINT ["node", "/app/bin/csi-addons-driver-stub.js"]
 
+# --- compile-cache: V8's compiled code for the sidecar's start-up ----------------------------------
+# Node keeps V8's compiled code of each module in the folder NODE_COMPILE_CACHE names; the sidecar
+# reads this one at every start instead of compiling its bundle (about 20 ms less from start to
+# SERVING, measured: README, Stack notes). A cache is valid only for the Node binary and the user id
+# that made it, so it is made here, in the runtime image, as the sidecar's user: by running the
+# sidecar once (--version loads and compiles the bundle, then exits). The sidecar stage copies the
+# folder and runs nothing.
+FROM ${RUNTIME_IMAGE} AS compile-cache
+WORKDIR /app
+COPY --from=build /out/sidecar/ ./
+COPY --from=build --chown=65532:65532 /out/compile-cache/ .compile-cache/
+USER 65532:65532
+ENV NODE_COMPILE_CACHE=/app/.compile-cache
+RUN ["/nodejs/bin/node", "/app/bin/csi-addons-sidecar.js", "--version"]
+
 # --- sidecar (default target) --------------------------------------------------------------------
 FROM ${RUNTIME_IMAGE} AS sidecar
 ARG VERSION=dev
@@ -108,9 +124,13 @@ LABEL org.opencontainers.image.title="csi-addons-healer" \
       org.opencontainers.image.base.name="${RUNTIME_IMAGE}" \
       org.opencontainers.image.base.digest="${RUNTIME_IMAGE_DIGEST}"
 ENV NODE_ENV=production
+# The compile cache from the stage above. Under another user id, or when the cache does not match,
+# Node compiles as it would without one; it cannot write here with the deployments' read-only root.
+ENV NODE_COMPILE_CACHE=/app/.compile-cache
 WORKDIR /app
 COPY --from=deps /app/node_modules/ node_modules/
 COPY --from=build /out/sidecar/ ./
+COPY --from=compile-cache --chown=65532:65532 /app/.compile-cache/ .compile-cache/
 # 9070: controller gRPC (TLS); 9072: /healthz, /readyz, /metrics when --http-endpoint=:9072.
 EXPOSE 9070 9072
 USER 65532:65532

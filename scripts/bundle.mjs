@@ -2,16 +2,22 @@
 // image and the bench. Node loads and compiles one file instead of ~600 modules (start-up time and
 // memory), and the image needs no node_modules for the sidecar.
 //
+// What the sidecar imports dynamically (the self-signed certificate generator, gRPC reflection and
+// its protobufjs, the YAML parser for a kubeconfig) goes into chunks beside it,
+// dist/csi-addons-sidecar-*.mjs, loaded only when used: every start used to read and compile all
+// 2.1 MB, now 1.2 MB (about 25 ms less from process start to SERVING, measured).
+//
 // A dependency that reads .proto files next to its own code at run time (@grpc/reflection, through
 // __dirname): those files are copied under dist/vendor/ and the module's __dirname points to where
 // it would sit there, so its relative paths still resolve.
 import { build } from "esbuild";
-import { cpSync, readFileSync, rmSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = "dist/csi-addons-sidecar.mjs";
+const ENTRY = basename(OUT, ".mjs");
 const VENDOR = "dist/vendor";
 /** Package → its folder of .proto files that its code reads. */
 const PROTO_DIRS = { "@grpc/reflection": "build/proto/grpc" };
@@ -45,11 +51,35 @@ const requireBuiltins = {
   },
 };
 
+// grpc-js requires @grpc/proto-loader only to serve channelz and ORCA. The sidecar serves neither
+// (and their .proto files are not in the bundle). Left to it, grpc-js's chunk would import the
+// chunk of protobufjs (shared with gRPC reflection, 190 KB) statically, read at every start.
+const grpcJsWithoutProtoLoader = {
+  name: "grpc-js-without-proto-loader",
+  setup(b) {
+    b.onResolve({ filter: /^@grpc\/proto-loader$/ }, (args) =>
+      args.importer.includes("/node_modules/@grpc/grpc-js/") ? { path: "@grpc/proto-loader", namespace: "not-served" } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: "not-served" }, () => ({
+      contents: 'throw new Error("the bundled sidecar serves neither channelz nor ORCA (no @grpc/proto-loader for grpc-js)");',
+      loader: "js",
+    }));
+  },
+};
+
 const started = Date.now();
+// Chunk names carry a content hash: the last build's chunks would stay beside the new ones.
+mkdirSync(join(root, "dist"), { recursive: true });
+for (const f of readdirSync(join(root, "dist"), { withFileTypes: true }).filter((e) => e.isFile())) {
+  if (f.name.startsWith(`${ENTRY}-`) && f.name.endsWith(".mjs")) rmSync(join(root, "dist", f.name));
+}
 const result = await build({
   absWorkingDir: root,
-  entryPoints: ["sidecar/main.ts"],
-  outfile: OUT,
+  entryPoints: { [ENTRY]: "sidecar/main.ts" },
+  outdir: "dist",
+  outExtension: { ".js": ".mjs" },
+  splitting: true,
+  chunkNames: `${ENTRY}-[name]-[hash]`,
   bundle: true,
   platform: "node",
   format: "esm",
@@ -60,7 +90,7 @@ const result = await build({
   legalComments: "none",
   metafile: true,
   logLevel: "warning",
-  plugins: [vendorDirname, requireBuiltins],
+  plugins: [vendorDirname, requireBuiltins, grpcJsWithoutProtoLoader],
   // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
   banner: {
     js: [
@@ -79,13 +109,21 @@ for (const [pkg, dir] of Object.entries(PROTO_DIRS)) cpSync(join(root, "node_mod
 // string; one other character (esbuild leaves regular expression literals as written) makes the
 // whole source a two-byte string, +2.2 MB of idle heap.
 // (BUNDLE_READABLE keeps comments, which may not be ASCII: for reading a profile only.)
-const bundled = readFileSync(join(root, OUT), "latin1");
-const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(bundled);
-if (nonAscii) {
-  const around = bundled.slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
-  throw new Error(`${OUT} is not ASCII-only (escape the character in the source): ...${around}...`);
+const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith(".mjs"));
+for (const [file] of outputs) {
+  const text = readFileSync(join(root, file), "latin1");
+  const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(text);
+  if (nonAscii) {
+    const around = text.slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
+    throw new Error(`${file} is not ASCII-only (escape the character in the source): ...${around}...`);
+  }
 }
 
+// What every start loads: the entry and the chunks it imports statically; the rest only when used.
+const atStart = new Set([OUT]);
+for (const file of atStart) for (const i of result.metafile.outputs[file].imports) if (i.kind === "import-statement" && !i.external) atStart.add(i.path);
+const kib = (files) => Math.round(files.reduce((n, [, o]) => n + o.bytes, 0) / 1024);
 const inputs = Object.keys(result.metafile.inputs).length;
-const kib = Math.round(bundled.length / 1024); // latin1: one character per byte
-process.stdout.write(`${OUT}: ${kib} KiB from ${inputs} modules, in ${Date.now() - started} ms\n`);
+process.stdout.write(
+  `${OUT}: ${kib(outputs.filter(([f]) => atStart.has(f)))} KiB loaded at start, ${kib(outputs.filter(([f]) => !atStart.has(f)))} KiB in chunks loaded when used, from ${inputs} modules, in ${Date.now() - started} ms\n`,
+);

@@ -9,6 +9,7 @@ import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import type { TlsPolicy } from "../config/upstream.js";
 import type { Logger } from "../log/logger.js";
+import { commonJs } from "../util/common-js.js";
 import { applyTlsPolicy } from "./tls-policy.js";
 
 type Identity = { certificate: Buffer; privateKey: Buffer };
@@ -128,7 +129,7 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
 
 async function makeSelfSigned(commonName: string): Promise<Identity> {
   // Loaded only when needed: the X.509 library costs ~15 MB of memory a sidecar with real certificates never uses.
-  const { generate } = await import("selfsigned");
+  const { generate } = commonJs(await import("selfsigned"));
   const pems = await generate([{ name: "commonName", value: commonName }], { keyType: "ec", curve: "P-256" });
   return { certificate: Buffer.from(pems.cert), privateKey: Buffer.from(pems.private) };
 }

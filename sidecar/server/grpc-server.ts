@@ -16,6 +16,7 @@ import type { Middleware, Next } from "./context.js";
 import { identityProxyDefinition, identityProxyHandlers } from "./identity-proxy.js";
 import { addLazyReflection } from "./lazy-reflection.js";
 import { unaryHandler } from "./unary-handler.js";
+import { commonJs } from "../util/common-js.js";
 
 export interface GrpcServerDeps {
   healer: HealerService;
@@ -51,7 +52,7 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
   const served = [...SERVED, ...deps.upstream.map((s) => s.name)];
   const protoFiles = deps.upstream.map((s) => s.protoFile);
-  addLazyReflection(server, async () => new (await import("@grpc/reflection")).ReflectionService(await loadDescriptors(protoFiles), { services: served }));
+  addLazyReflection(server, async () => new (commonJs(await import("@grpc/reflection"))).ReflectionService(await loadDescriptors(protoFiles), { services: served }));
   return server;
 }
 
@@ -65,7 +66,7 @@ const SERVED = ["sidecar.v1.VolumeHealer", "identity.Identity", "grpc.health.v1.
 
 /** Loaded at the first reflection call: protobufjs's parser costs start-up time and memory. */
 async function loadDescriptors(extraProtoFiles: string[]): Promise<PackageDefinition> {
-  const protoLoader = await import("@grpc/proto-loader");
+  const protoLoader = commonJs(await import("@grpc/proto-loader"));
   const files = ["sidecar/v1/healer.proto", "identity/identity.proto", "grpc/health/v1/health.proto", ...extraProtoFiles];
   return protoLoader.loadSync(files, { includeDirs: [protoRoot()], keepCase: true });
 }

@@ -12,35 +12,7 @@ import ts from "typescript";
 import { tempDir } from "../support/proc.js";
 import { findOne, noKubectl, readKustomization, render, repoRoot } from "./load.js";
 import { SIDECAR_BUNDLE } from "../bench/image.js";
-
-interface Instruction {
-  op: string;
-  args: string;
-}
-interface Stage {
-  from: string;
-  name?: string;
-  steps: Instruction[];
-}
-
-/** Dockerfile instructions by stage: comments dropped, continuation lines joined. */
-function readStages(text: string): Stage[] {
-  const lines = text.split("\n").filter((l) => !/^\s*#/.test(l));
-  const joined = lines.join("\n").replace(/\\\n/g, " ");
-  const stages: Stage[] = [];
-  for (const line of joined.split("\n")) {
-    const m = /^\s*([A-Za-z]+)\s+(.*)$/.exec(line);
-    if (!m) continue;
-    const op = m[1].toUpperCase();
-    if (op === "FROM") {
-      const [, from, name] = /^(\S+)(?:\s+AS\s+(\S+))?/i.exec(m[2].trim())!;
-      stages.push({ from, name, steps: [] });
-    } else if (stages.length > 0) {
-      stages.at(-1)!.steps.push({ op, args: m[2].trim() });
-    }
-  }
-  return stages;
-}
+import { DOCKERFILE, assembleCommand, readStages, type Stage } from "./dockerfile.js";
 
 /** Whether .dockerignore keeps `path` out of the build context (the last matching pattern wins). */
 function ignored(path: string, patterns: string[]): boolean {
@@ -84,7 +56,7 @@ function runtimeImports(dirs = ["sidecar", "driver-stub", "proto/gen"]): Map<str
   return found;
 }
 
-const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+const dockerfile = DOCKERFILE;
 const stages = readStages(dockerfile);
 const stage = (name: string) => {
   const s = stages.find((x) => x.name === name);
@@ -126,14 +98,31 @@ describe("Dockerfile", () => {
     const runIndex = build.steps.findIndex((st) => st.op === "RUN" && /\bnpm run build\b/.test(st.args));
     assert.ok(runIndex > 0 && build.steps.slice(0, runIndex).some((st) => st.op === "COPY" && /^scripts\/(bundle\.mjs)?\s/.test(st.args)), "scripts/bundle.mjs is copied before the build");
     assert.doesNotMatch(step(build, "RUN").find((r) => /\bnpm ci\b/.test(r))!, /--omit=optional/, "esbuild's platform binary is an optional dependency");
-    const assemble = step(build, "RUN").find((r) => r.includes("/out/sidecar"))!;
-    assert.ok(assemble.split("&&").some((c) => c.includes(SIDECAR_BUNDLE) && c.includes("dist/vendor") && /\/out\/sidecar\/dist\/?\s*$/.test(c.trim())), "the bundle and its vendor .proto files go into the sidecar image");
+    // That the bundle, its chunks and its vendor .proto files all reach the image: image-files.test.ts
+    // runs this stage's assembling command and starts the sidecar from what it copied.
+    assert.ok(assembleCommand(stages).includes("/out/sidecar/dist"));
+  });
+
+  test("the compile cache is made by the runtime image's own Node, as the sidecar's user, and read by the sidecar", () => {
+    const cache = stage("compile-cache");
+    assert.equal(cache.from, "${RUNTIME_IMAGE}", "a cache is valid only for the Node binary that made it");
+    const user = step(runtime, "USER").at(-1)!;
+    assert.equal(step(cache, "USER").at(-1), user, "and only for the user id that made it");
+    const env = (s: Stage) => step(s, "ENV").find((e) => e.startsWith("NODE_COMPILE_CACHE="));
+    const dir = env(runtime)?.split("=")[1];
+    assert.ok(dir && env(cache) === env(runtime), "both stages name the same folder");
+    const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
+    assert.deepEqual(step(cache, "RUN").map((r) => JSON.parse(r) as string[]), [[...entry, "--version"]], "it runs the sidecar's entrypoint once (exec form: distroless has no shell)");
+    const writable = step(cache, "COPY").find((c) => c.includes(`--chown=${user}`) && c.trim().endsWith(".compile-cache/"));
+    assert.ok(writable && relative(step(cache, "WORKDIR").at(-1)!, dir) === ".compile-cache", "the folder belongs to that user while the cache is made");
+    assert.ok(step(runtime, "COPY").includes(`--from=compile-cache --chown=${user} ${dir}/ .compile-cache/`), "the sidecar stage copies it, owned by the user that reads it");
+    assert.equal(step(runtime, "WORKDIR").at(-1), step(cache, "WORKDIR").at(-1), "at the path it was made for");
   });
 
   test("the sidecar image gets no driver-stub code and no source maps", () => {
     const fromBuild = step(runtime, "COPY").filter((c) => c.startsWith("--from=build "));
     assert.deepEqual(fromBuild, ["--from=build /out/sidecar/ ./"]);
-    const assemble = step(stage("build"), "RUN").find((r) => r.includes("/out/sidecar"))!;
+    const assemble = assembleCommand(stages);
     const intoSidecar = assemble.split("&&").filter((c) => /\/out\/sidecar/.test(c));
     assert.ok(intoSidecar.length > 0 && intoSidecar.every((c) => !c.includes("driver-stub")), intoSidecar.join("\n"));
     assert.ok(step(stage("build"), "RUN").includes("npm run build -- --sourceMap false"), "maps without the sources they map to");
