@@ -190,15 +190,13 @@ export class DriverConnection extends EventEmitter<Events> {
   }
 
   private async handshake(): Promise<DriverInfo> {
-    const deadline = Date.now() + this.opts.callTimeoutMs;
-    // The three at once: the driver is usually ready, and SERVING comes one round trip sooner.
-    const [identity, caps, ready] = await Promise.all([
-      this.call(IdentityService.getIdentity, {}, deadline),
-      this.call(IdentityService.getCapabilities, {}, deadline),
-      this.probe(1),
-    ]);
+    const deadline = () => Date.now() + this.opts.callTimeoutMs;
+    // GetIdentity first: its name labels the metrics of every later driver call.
+    const identity = await this.call(IdentityService.getIdentity, {}, deadline());
     if (!identity.name) throw new Error("driver returned an empty name from GetIdentity");
     this.lastName = identity.name;
+    // Then both at once: the driver is usually ready, and SERVING comes a round trip sooner.
+    const [caps, ready] = await Promise.all([this.call(IdentityService.getCapabilities, {}, deadline()), this.probe(1)]);
     if (!ready) await this.probeUntilReady();
     const has = (pred: (c: Capability) => boolean) => caps.capabilities.some(pred);
     return {
