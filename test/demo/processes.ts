@@ -2,7 +2,7 @@
 // (see logged-process.ts), and one place that stops everything that was started — in reverse
 // order, once, also on failure and on Ctrl-C.
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
-import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS, imageCompileCache } from "../bench/image.js";
+import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS, imageEnv } from "../bench/image.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
 export { readLogLines, type LogLine } from "./logged-process.js";
@@ -15,7 +15,7 @@ export interface SidecarProcess extends LoggedProcess {
 }
 
 export interface SidecarSpawnOptions {
-  /** "source": sidecar/main.ts through tsx; "compiled": the bundle under the image's V8 flags and compile cache (what the image runs). */
+  /** "source": sidecar/main.ts through tsx; "compiled": the bundle under the image's V8 flags and environment (what the image runs). */
   build: "source" | "compiled";
   driverSocket: string;
   kubeconfig: string;
@@ -48,10 +48,10 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
 export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProcess> {
   const p = await spawnLogged({
     what: "the sidecar",
-    // Compiled: the bundle under deploy/'s V8 flags with the image's compile cache, as the image runs it.
+    // Compiled: the bundle under deploy/'s V8 flags in the image's environment, as the image runs it.
     ...(o.build === "source" ? { entry: "sidecar/main.ts" } : { entry: SIDECAR_BUNDLE, nodeArgs: SIDECAR_NODE_FLAGS }),
     args: localSidecarArgs(o),
-    env: o.build === "source" ? o.env : { NODE_COMPILE_CACHE: imageCompileCache(`${o.logFile}.compile-cache`), ...o.env },
+    env: o.build === "source" ? o.env : { ...imageEnv(o.logFile), ...o.env },
     logFile: o.logFile,
     startedMessage: "sidecar started",
   });
