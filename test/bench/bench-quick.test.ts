@@ -39,7 +39,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +Kubernetes API requests per heal +- +[\d.]+ +-$/m);
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
-  assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms$/m);
+  assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms \([\d.]+ ms - [\d.]+ ms\)$/m);
+  assert.match(stdout, /^ +process start -> SERVING \(driver already up\), median of 2 starts +[\d.]+ ms +<= 300 ms +(yes|NO)$/m);
   assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
   assert.match(stdout, /^ +under deploy\/'s settings: NODE_OPTIONS="--max-old-space-size=\d+/m);
   assert.match(stdout, /^5\. Issue 12 targets, this run, the soak included \(met: \d+ of 13\)/m);
@@ -60,6 +61,10 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(r.burst.apiRequestsPerHeal > 0);
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);
+  assert.equal(r.startup.repeated.all.length, 2);
+  assert.ok(r.startup.repeated.all.every((st) => st.processStartToServingMs >= st.processStartToFirstLogMs && st.processStartToFirstLogMs > 0));
+  const sorted = r.startup.repeated.all.map((st) => st.processStartToServingMs).sort((a, b) => a - b);
+  assert.equal(r.startup.repeated.median.processStartToServingMs, sorted[0], "of two starts, the lower median");
   for (const c of [r.restartHeal.oneNode, r.restartHeal.fleet]) {
     assert.equal(c.healer.driverHealCalls, c.volumes, "one NodeHealVolume per volume after the restart: healed once, none lost");
     assert.ok(c.healer.peakDriverCalls <= c.perNodeConcurrency, `--per-node-concurrency held: ${c.healer.peakDriverCalls}`);

@@ -53,6 +53,7 @@ const FULL = {
   soakMinutes: 2,
   soak: { restartEveryMs: 20_000, outageMs: 3_000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 500 }, fleet: { nodes: 20, volumesPerNode: 50 } },
+  starts: 7,
 };
 const QUICK: Size = {
   volumes: 64,
@@ -63,6 +64,7 @@ const QUICK: Size = {
   soakMinutes: 0.2,
   soak: { restartEveryMs: 5_000, outageMs: 1_000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 40 }, fleet: { nodes: 3, volumesPerNode: 10 } },
+  starts: 2,
 };
 /** The healer controller's own defaults, kept by the floor too. */
 const CONTROLLER_BOUNDS = { perNodeConcurrency: 8, maxConcurrentHeals: 64 };
@@ -177,6 +179,32 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
 }
 
 /**
+ * 3 (start-up). Sidecars started one after the other against the idle stack (the driver up, no
+ * calls), each stopped once SERVING: the median start, not one start that happened to share the
+ * two cores with whatever else was running at that moment.
+ */
+async function startups(stack: Stack, size: Size): Promise<Results["startup"]["repeated"]> {
+  progress(`  start-up: ${size.starts} sidecars started one after the other, the driver up, nothing else running`);
+  stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
+  const all: Startup[] = [];
+  for (let i = 1; i <= size.starts; i++) {
+    const { sidecar, client } = await startSidecar(stack, `sidecar-start-${i}`, []);
+    all.push(startup(sidecar));
+    client.close();
+    await sidecar.stop();
+  }
+  const median = (key: keyof Startup) => {
+    const sorted = all.map((st) => st[key]).sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)]!;
+  };
+  return {
+    starts: all.length,
+    median: { processStartToServingMs: median("processStartToServingMs"), processStartToFirstLogMs: median("processStartToFirstLogMs"), driverReadyToServingMs: median("driverReadyToServingMs") },
+    all,
+  };
+}
+
+/**
  * 2 and 3. Heal-all burst: every volume ABNORMAL, each heal holds the driver HEAL_DELAY_MS; first
  * the driver alone at MAX_INFLIGHT calls at once (the floor), then all volumes at once through a
  * fresh sidecar whose memory is sampled meanwhile.
@@ -268,6 +296,7 @@ async function main(): Promise<number> {
   const stack: Stack = { dir, kube, stub, direct };
 
   const relay = await relayOverhead(stack, size);
+  const started = await startups(stack, size);
   const burst = await healAllBurst(stack, size);
   const overloaded = await overload(stack, size);
   const soakMinutes = opts.soakMinutes ?? size.soakMinutes;
@@ -292,7 +321,7 @@ async function main(): Promise<number> {
     relay: relay.relay,
     burst: burst.burst,
     memory: burst.memory,
-    startup: { relaySidecar: relay.startup, burstSidecar: burst.startup },
+    startup: { relaySidecar: relay.startup, burstSidecar: burst.startup, repeated: started },
     overload: overloaded,
     restartHeal: restart,
     apiRequestsPerRepeatedCheck: relay.repeated.perHealthCheck,

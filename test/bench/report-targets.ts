@@ -36,7 +36,12 @@ export function targetRows(r: Results): Row[] {
     ["Kubernetes API requests per repeated health check", r.apiRequestsPerRepeatedCheck.toFixed(2), "0", r.apiRequestsPerRepeatedCheck === 0],
     ["idle RSS", MiB(r.memory.idleRssBytes), "<= 60 MiB", mib(r.memory.idleRssBytes) <= 60],
     [`peak RSS in the ${r.burst.volumes}-volume burst`, MiB(r.memory.peakRssBytes), "<= 90 MiB", mib(r.memory.peakRssBytes) <= 90],
-    ["process start -> SERVING (driver already up)", msStr(r.startup.burstSidecar.processStartToServingMs), "<= 300 ms", r.startup.burstSidecar.processStartToServingMs <= 300],
+    [
+      `process start -> SERVING (driver already up), median of ${r.startup.repeated.starts} starts`,
+      msStr(r.startup.repeated.median.processStartToServingMs),
+      "<= 300 ms",
+      r.startup.repeated.median.processStartToServingMs <= 300,
+    ],
     [
       `driver back -> SERVING, worst of ${s.reconnectMs.length} restarts`,
       reconnect === null ? "not measured" : msStr(reconnect),
