@@ -1,6 +1,6 @@
 // Where the API server is and how to authenticate to it. In a cluster: the pod's service-account
 // credentials. Outside (local runs, tests, the bench): a kubeconfig, read by kubeconfig.ts, which
-// main.ts loads only then, so a sidecar in a cluster never loads (or compiles) a YAML parser.
+// loads a YAML parser only for a YAML file: a sidecar in a cluster never loads (or compiles) one.
 import { readFileSync } from "node:fs";
 
 const SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
