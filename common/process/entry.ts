@@ -5,7 +5,7 @@ import { FlagError, type FlagSpec } from "../config/flags.js";
 import { packageVersion } from "../util/version.js";
 
 /** The container's terminationMessagePath by default. */
-export const DEFAULT_TERMINATION_LOG = "/dev/termination-log";
+const DEFAULT_TERMINATION_LOG = "/dev/termination-log";
 
 /** Both programs' --termination-log; an entry point passes its value to setTerminationLog(). */
 export const TERMINATION_LOG_FLAG: FlagSpec = {
@@ -14,6 +14,11 @@ export const TERMINATION_LOG_FLAG: FlagSpec = {
   env: "TERMINATION_LOG",
   help: `file a fatal exit writes its reason to (default ${DEFAULT_TERMINATION_LOG})`,
 };
+
+/** The --termination-log a parsed command line names; an empty value means the default too. */
+export function terminationLogOf(raw: ReadonlyMap<string, string>): string {
+  return raw.get(TERMINATION_LOG_FLAG.name) || DEFAULT_TERMINATION_LOG;
+}
 
 let terminationLog = DEFAULT_TERMINATION_LOG;
 

@@ -5,7 +5,7 @@ import { hostname } from "node:os";
 import { FlagError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
 import { bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 import type { LogFormat, LogLevel } from "../../common/log/logger.js";
-import { DEFAULT_TERMINATION_LOG, TERMINATION_LOG_FLAG } from "../../common/process/entry.js";
+import { TERMINATION_LOG_FLAG, terminationLogOf } from "../../common/process/entry.js";
 
 export { FlagError as ConfigError };
 
@@ -152,7 +152,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
     logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
     shutdownGraceMs: duration(raw, "shutdown-grace", 10_000),
-    terminationLog: raw.get("termination-log") || DEFAULT_TERMINATION_LOG,
+    terminationLog: terminationLogOf(raw),
   };
   checkLeaseTimings(config.leader);
   if (!isHeal) return { kind: "run", config };

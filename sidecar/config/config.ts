@@ -6,7 +6,7 @@ import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../
 import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
 import type { LogFormat, LogLevel } from "../../common/log/logger.js";
-import { DEFAULT_TERMINATION_LOG, TERMINATION_LOG_FLAG } from "../../common/process/entry.js";
+import { TERMINATION_LOG_FLAG, terminationLogOf } from "../../common/process/entry.js";
 export type { LogFormat, LogLevel };
 /** Names a flag; main.ts exits 2 with its message. */
 export { ConfigError };
@@ -174,7 +174,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
     secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
     nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
-    terminationLog: str("termination-log", DEFAULT_TERMINATION_LOG),
+    terminationLog: terminationLogOf(raw),
     pvCacheTtlMs: duration(raw, "pv-cache-ttl", 600_000),
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {

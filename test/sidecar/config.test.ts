@@ -59,6 +59,7 @@ test("the other documented defaults (README's flag table)", () => {
   assert.equal(c.shutdownGraceMs, 25_000);
   assert.equal(c.secretCacheTtlMs, 10_000);
   assert.equal(c.terminationLog, "/dev/termination-log");
+  assert.equal(cfg([...base, "--termination-log="]).terminationLog, "/dev/termination-log", "an empty value is the default, as in the controller");
   assert.equal(c.tlsCertFile, undefined);
   assert.equal(cfg(["--node-id=n1", "--pod=p", "--namespace=ns", "--auth-audience=a"]).enableAuth, true, "auth on by default");
 });
