@@ -9,13 +9,12 @@
 //   npm run break-promises -- deadline     only breaks whose promise contains "deadline"
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { makeCopy, runTestFile } from "./mutate.mjs";
+import { escapeRegExp, makeCopy, runTestFile } from "./mutate.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const { breaks } = JSON.parse(readFileSync(join(root, "scripts/promise-breaks.json"), "utf8"));
 const filters = process.argv.slice(2);
 const chosen = breaks.filter((b) => filters.length === 0 || filters.some((f) => b.promise.includes(f)));
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const TIMEOUT_MS = 180_000;
 
 const copy = makeCopy();
@@ -35,7 +34,7 @@ try {
     let r;
     try {
       writeFileSync(file, original.replace(b.from, () => b.to));
-      r = await runTestFile(copy, b.test, TIMEOUT_MS, escape(b.name));
+      r = await runTestFile(copy, b.test, TIMEOUT_MS, escapeRegExp(b.name));
     } finally {
       writeFileSync(file, original);
     }

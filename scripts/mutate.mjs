@@ -199,6 +199,9 @@ function sample(list, n, seed) {
 
 // ---- running -------------------------------------------------------------------------------------
 
+/** `text` as a regular expression that matches it literally (a test name for --test-name-pattern). */
+export const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
 /** A private copy of the repository (node_modules linked, not copied). */
 export function makeCopy() {
   const dir = mkdtempSync(join(tmpdir(), "mutate-"));

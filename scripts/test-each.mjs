@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { escapeRegExp } from "./mutate.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
 const reporter = join(root, "scripts/test-each-reporter.mjs");
@@ -24,7 +25,6 @@ function run(file, pattern) {
   return { status: r.status, records };
 }
 
-const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const failures = [];
 for (const file of files) {
   const whole = run(file);
@@ -32,7 +32,7 @@ for (const file of files) {
   if (whole.status !== 0) failures.push(`${file}: fails when run alone (${leaves.filter((r) => !r.ok).map((r) => r.name).join("; ")})`);
   console.log(`${file}: alone ${whole.status === 0 ? "ok" : "FAILED"}, ${leaves.length} tests`);
   for (const name of new Set(leaves.map((r) => r.name))) {
-    const one = run(file, `^${escape(name)}$`);
+    const one = run(file, `^${escapeRegExp(name)}$`);
     const ran = one.records.filter((r) => !r.suite && !r.skip && r.name === name);
     const ok = one.status === 0 && ran.length > 0 && ran.every((r) => r.ok);
     if (!ok) failures.push(`${file}: "${name}" ${ran.length === 0 ? "did not run or was skipped" : "fails"} when run by name`);
