@@ -5,8 +5,8 @@ const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1
 /** Milliseconds, or undefined when `text` is not a duration. */
 export function parseDuration(text: string): number | undefined {
   if (text === "0") return 0;
-  // µ escaped: one non-ASCII character in the bundle makes Node hold its whole source as a
-  // two-byte string (4.3 MB of heap instead of 2.2).
+  // µ escaped: one non-ASCII character in the bundle makes Node hold that whole file's source as a
+  // two-byte string (twice the heap; scripts/bundle.mjs refuses it).
   const re = /(\d+(?:\.\d+)?)(ns|us|\u00b5s|ms|s|m|h)/gy;
   let total = 0;
   let matched = 0;

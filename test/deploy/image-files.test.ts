@@ -50,14 +50,14 @@ after(async () => {
   await kube?.stop();
 });
 
-async function startImageSidecar(name: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<LoggedProcess> {
+async function startImageSidecar(name: string, args: string[]): Promise<LoggedProcess> {
   const dir = tempDir(`${name}-`);
   // A kubeconfig in YAML, as kubectl writes it: the sidecar then loads its YAML parser's chunk.
   const kubeconfig = join(dir, "kubeconfig.yaml");
   writeFileSync(kubeconfig, stringify(JSON.parse(readFileSync(kube.kubeconfigPath, "utf8"))));
   const logFile = join(dir, "sidecar.log");
   const base = localSidecarArgs({ build: "compiled", driverSocket: driver.addonsSocket, kubeconfig, logFile }).filter((a) => !a.startsWith("--enable-auth"));
-  const p = await spawnLogged({ what: `the image's sidecar (${name})`, entry: relative(repoRoot, bin), nodeArgs: SIDECAR_NODE_FLAGS, args: [...base, ...args], env, logFile, startedMessage: "sidecar started" });
+  const p = await spawnLogged({ what: `the image's sidecar (${name})`, entry: relative(repoRoot, bin), nodeArgs: SIDECAR_NODE_FLAGS, args: [...base, ...args], logFile, startedMessage: "sidecar started" });
   running.push(p);
   await p.waitReadyz(200);
   return p;

@@ -75,11 +75,15 @@ test("the sidecar itself decodes the known capabilities: health offered, heal no
 
 test("gRPC reflection lists exactly the services this port serves", async () => {
   const reflection = reflectionClient(sidecar.address);
-  const names = await reflection.services();
-  // Each served service's descriptor is there too (grpcurl describe), health included.
-  const healthFile = await reflection.describe("grpc.health.v1.Health");
-  for (const name of ["grpc.health.v1", "HealthCheckResponse", "ServingStatus", "Watch"]) assert.ok(healthFile.includes(name), name);
-  reflection.close();
+  let names: string[];
+  try {
+    names = await reflection.services();
+    // Each served service's descriptor is there too (grpcurl describe), health included.
+    const healthFile = await reflection.describe("grpc.health.v1.Health");
+    for (const name of ["grpc.health.v1", "HealthCheckResponse", "ServingStatus", "Watch"]) assert.ok(healthFile.includes(name), name);
+  } finally {
+    reflection.close();
+  }
   assert.deepEqual(names, [
     "grpc.health.v1.Health",
     "identity.Identity",
