@@ -79,7 +79,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
   return {
     getVolumeHealth(req, ctx) {
       return serve(ctx, req.pvName, `health|${req.pvName}`, "getVolumeHealth", async (driver, signal) => {
-        const vol = await resolveVolume(deps.resolver, req.pvName, driver.name, signal, false);
+        const vol = await resolveVolume(deps.resolver, req.pvName, driver.name, signal);
         ctx.fields["volume_id"] = vol.volumeId;
         return { health: await health(vol, ctx.deadline, signal), volumeId: vol.volumeId };
       });
@@ -88,20 +88,17 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
     healVolume(req, ctx) {
       const mode = req.mode === Mode.IF_ABNORMAL ? Mode.IF_ABNORMAL : Mode.ALWAYS;
       return serve(ctx, req.pvName, `heal|${req.pvName}|${mode}`, "healVolume", async (driver, signal) => {
-        let vol: ResolvedVolume | undefined;
-        if (mode === Mode.IF_ABNORMAL) {
-          if (!driver.getVolumeHealth) throw unimplemented(`driver ${driver.name} cannot check health, so IF_ABNORMAL is not possible; use ALWAYS`);
-          // The check reads only, so it may use cached knowledge; the heal below re-reads everything.
-          const checked = await resolveVolume(deps.resolver, req.pvName, driver.name, signal, false);
-          ctx.fields["volume_id"] = checked.volumeId;
-          const h = await health(checked, ctx.deadline, signal);
-          if (h?.state !== State.ABNORMAL) {
-            return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: checked.volumeId };
-          }
-          if (checked.fresh) vol = checked;
+        if (mode === Mode.IF_ABNORMAL && !driver.getVolumeHealth) {
+          throw unimplemented(`driver ${driver.name} cannot check health, so IF_ABNORMAL is not possible; use ALWAYS`);
         }
-        vol ??= await resolveVolume(deps.resolver, req.pvName, driver.name, signal, true);
+        const vol = await resolveVolume(deps.resolver, req.pvName, driver.name, signal);
         ctx.fields["volume_id"] = vol.volumeId;
+        if (mode === Mode.IF_ABNORMAL) {
+          const h = await health(vol, ctx.deadline, signal);
+          if (h?.state !== State.ABNORMAL) {
+            return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: vol.volumeId };
+          }
+        }
         const secrets = await fetchStageSecrets(deps.resolver, vol);
         const publishContext = await fetchPublishContext(deps.resolver, vol, signal);
         const res = await deps.driver.call(

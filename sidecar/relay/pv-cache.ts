@@ -1,6 +1,8 @@
 // PersistentVolumes the relay has read, kept for --pv-cache-ttl and kept honest by one watch of the
 // PV collection, so the periodic IF_ABNORMAL pass of a healer controller (every volume of the node,
-// every few minutes, on every node) costs no API request per volume.
+// every few minutes, on every node) costs no API request per volume, and the burst of heals after
+// a driver restart costs one per volume (its VolumeAttachment, read for publish_context) — the
+// "about one request per volume" of DESIGN 4.4.
 //
 // Why entries cannot mislead:
 // - spec.csi (driver, volumeHandle, volumeAttributes, nodeStageSecretRef) and spec.volumeMode are
@@ -12,8 +14,11 @@
 //   request reads the PV until a new watch stands, so a lost watch costs requests, never truth;
 // - a read that raced an event for its PV is not stored (it may predate the event);
 // - the TTL bounds what a watch that stalls without failing could leave behind.
-// Requests that can change a volume (HealVolume) read the PV fresh anyway (`fresh`), so only
-// read-only health checks are ever answered from here.
+// Heals are served from here too. What a stale entry could still cause is a heal of a PV whose
+// deletion began within the watch's delay, and that is harmless: the driver only acts on a volume
+// staged on its own node, and whether it is on this node is never cached (the watched Node or a
+// VolumeAttachment read now must say so), so the heal can only restore a mount the kubelet has
+// not yet taken down — which it then unstages as it would have anyway.
 import type { KubeApi, PersistentVolume } from "../kube/api.js";
 import { KubeError } from "../kube/api.js";
 import type { Logger } from "../log/logger.js";
@@ -49,11 +54,11 @@ export class PvCache {
     this.drop();
   }
 
-  /** The PV (undefined when it does not exist); from the cache (`cached`) unless `fresh` or not safe to. */
-  async get(name: string, signal: AbortSignal, fresh = false): Promise<{ pv: PersistentVolume | undefined; cached: boolean }> {
-    if (!fresh && this.live) {
+  /** The PV (undefined when it does not exist); from the cache while that is safe, else read now. */
+  async get(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined> {
+    if (this.live) {
       const hit = this.entries.get(name);
-      if (hit && Date.now() - hit.at < this.ttlMs) return { pv: hit.pv, cached: true };
+      if (hit && Date.now() - hit.at < this.ttlMs) return hit.pv;
     }
     const epoch = this.epoch;
     this.reading.set(name, (this.reading.get(name) ?? 0) + 1);
@@ -71,7 +76,7 @@ export class PvCache {
       if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
       this.entries.set(name, { at: Date.now(), pv });
     }
-    return { pv, cached: false };
+    return pv;
   }
 
   private touched(name: string | undefined): void {

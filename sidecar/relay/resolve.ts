@@ -24,8 +24,6 @@ export interface ResolvedVolume extends CsiVolume {
   /** The VolumeAttachment named for this node as read by this request: null when there is none, undefined when not read. */
   attachment: VolumeAttachment | null | undefined;
   attachmentName: string;
-  /** Resolved from reads made now (or the watched Node), not from a cached PV: good enough for a heal. */
-  fresh: boolean;
 }
 
 /** For a PV already known to be CSI (callers check spec.csi first, each with its own error). */
@@ -53,19 +51,17 @@ export interface ResolverDeps {
 }
 
 /**
- * `fresh` (a request that may heal): read the PV now. Otherwise (a health check, which only reads)
- * it may come from the watched cache; see pv-cache.ts for why that cannot mislead. Step 4 is never
- * cached: the watched Node answers it without a request (a kubelet lists every mounted attachable
- * volume in status.volumesInUse), else the VolumeAttachment is read.
+ * The PV may come from the watched cache (pv-cache.ts says why that cannot mislead, even for a
+ * heal). Step 4 is never cached: the watched Node answers it without a request (a kubelet lists
+ * every mounted attachable volume in status.volumesInUse), else the VolumeAttachment is read.
  */
 export async function resolveVolume(
   deps: ResolverDeps,
   pvName: string,
   driverName: string,
   signal: AbortSignal,
-  fresh: boolean,
 ): Promise<ResolvedVolume> {
-  const { pv, cached } = await deps.pvs.get(pvName, signal, fresh);
+  const pv = await deps.pvs.get(pvName, signal);
   if (!pv) throw notFound(`PersistentVolume ${pvName} not found`);
   if (pv.metadata.deletionTimestamp) throw failedPrecondition(`PersistentVolume ${pvName} is being deleted`);
   const csi = pv.spec.csi;
@@ -75,7 +71,7 @@ export async function resolveVolume(
   }
   const attachmentName = volumeAttachmentName(csi.volumeHandle, driverName, deps.nodeName);
   const attachment = await onThisNode(deps, pv, driverName, attachmentName, signal);
-  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), attachment, attachmentName, fresh: !cached };
+  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), attachment, attachmentName };
 }
 
 /**
