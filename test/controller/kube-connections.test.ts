@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import https from "node:https";
 import { createKubeWrites, loadKubeConfig } from "../../controller/kube/client.js";
-import type { EventRecord } from "../../controller/kube/api.js";
+import { KubeRequestError, type EventRecord } from "../../controller/kube/api.js";
 import { KeepAliveAgents } from "../../controller/kube/keep-alive.js";
 import { startKubeApi, type KubeApi } from "../kube/server.js";
 
@@ -49,4 +49,23 @@ test("one keep-alive agent per set of TLS options; a changed CA gets a new one; 
   assert.equal(agents.share(proxy), proxy);
   assert.equal(agents.share(undefined), undefined);
   agents.close();
+});
+
+test("Events go out as plain JSON requests: a refusal is a KubeRequestError naming the request and the API server's status; a bump updates the count", async () => {
+  const kube = createKubeWrites(loadKubeConfig(api.kubeconfigPath));
+  api.faults.failNext(1, 503, { verb: "create", resource: "events" });
+  await assert.rejects(kube.createEvent("default", pvEvent(100), AbortSignal.timeout(5_000)), (err: unknown) => {
+    assert.ok(err instanceof KubeRequestError);
+    assert.equal(err.status, 503);
+    assert.equal(err.message, "create Event in default: HTTP 503");
+    return true;
+  });
+  const name = await kube.createEvent("default", pvEvent(101), AbortSignal.timeout(5_000));
+  const stored = () => api.get("v1", "Event", "default", name) as { count: number; reason: string; involvedObject: { name: string; uid: string }; firstTimestamp: string; lastTimestamp: string };
+  assert.equal(stored().reason, "VolumeHealed");
+  assert.deepEqual([stored().involvedObject.name, stored().involvedObject.uid, stored().count], ["pv-101", "uid-101", 1]);
+  assert.ok(!Number.isNaN(Date.parse(stored().firstTimestamp)), "an RFC 3339 time");
+  await kube.bumpEvent("default", name, 2, AbortSignal.timeout(5_000));
+  assert.equal(stored().count, 2);
+  await assert.rejects(kube.bumpEvent("default", "no-such-event", 2, AbortSignal.timeout(5_000)), (err: unknown) => err instanceof KubeRequestError && err.status === 404);
 });
