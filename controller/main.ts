@@ -6,7 +6,7 @@ import { createLogger, setLogger, log, type Logger } from "../common/log/logger.
 import { packageVersion } from "../common/util/version.js";
 import { parseConfig, type Config, type HealCommand } from "./config/config.js";
 import { healOnce } from "./heal/once.js";
-import { buildParts, startController } from "./run.js";
+import { EVENTS_FLUSH_MS, buildParts, startController } from "./run.js";
 
 const NAME = "csi-addons-healer-controller";
 
@@ -30,7 +30,7 @@ async function main(): Promise<number> {
 }
 
 async function runHeal(config: Config, cmd: HealCommand, logger: Logger): Promise<number> {
-  const { cluster, passDeps } = buildParts(config, logger, { events: true });
+  const { cluster, passDeps, events } = buildParts(config, logger, { events: true });
   const tty = process.stderr.isTTY;
   await cluster.start();
   try {
@@ -48,6 +48,7 @@ async function runHeal(config: Config, cmd: HealCommand, logger: Logger): Promis
       config.healTimeoutMs,
     );
   } finally {
+    await events?.flush(EVENTS_FLUSH_MS);
     cluster.stop();
     passDeps.pool.close();
   }

@@ -1,7 +1,7 @@
 // Wires the parts together and owns their lifecycle; main.ts only adds process concerns.
 // Data flows one way: informers → plan → queue → sidecar calls → report.
-// Shutdown order: not ready → stop acting (cancel passes, release leadership) → stop informers
-// → close sidecar channels → close the HTTP endpoint.
+// Shutdown order: not ready → stop acting (cancel passes, release leadership) → write the queued
+// Events (bounded) → stop informers → close sidecar channels → close the HTTP endpoint.
 import type { Server as HttpServer } from "node:http";
 import { startHttpServer } from "../common/http/probes.js";
 import type { Logger } from "../common/log/logger.js";
@@ -26,7 +26,12 @@ export interface Parts {
   metrics: Metrics;
   passDeps: PassDeps;
   kube: ReturnType<typeof createKubeWrites>;
+  /** Undefined when Events are off. */
+  events: EventRecorder | undefined;
 }
+
+/** How long a stopping controller (or a finished heal command) still writes its queued Events. */
+export const EVENTS_FLUSH_MS = 5_000;
 
 /** The parts both the controller and the one-shot heal command use. */
 export function buildParts(config: Config, logger: Logger, opts: { events: boolean }): Parts {
@@ -35,7 +40,8 @@ export function buildParts(config: Config, logger: Logger, opts: { events: boole
   const token = config.tokenFile ? new TokenFile(config.tokenFile) : undefined;
   const pool = new SidecarPool(kube, channelSetup(config.sidecarTls), () => token?.read());
   const metrics = createMetrics(() => pool.countByState());
-  const reporter = new Reporter(logger, metrics, opts.events ? new EventRecorder(kube, logger) : undefined);
+  const events = opts.events ? new EventRecorder(kube, logger, metrics.eventsDropped) : undefined;
+  const reporter = new Reporter(logger, metrics, events);
   const cluster = new ClusterCache(kc, config.namespace, logger);
   const passDeps: PassDeps = {
     queue: new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals }),
@@ -45,7 +51,7 @@ export function buildParts(config: Config, logger: Logger, opts: { events: boole
     logger,
     retry: { maxAttempts: config.maxAttempts, initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs, healTimeoutMs: config.healTimeoutMs },
   };
-  return { cluster, pool, metrics, passDeps, kube };
+  return { cluster, pool, metrics, passDeps, kube, events };
 }
 
 export interface Controller {
@@ -54,7 +60,7 @@ export interface Controller {
 }
 
 export async function startController(config: Config, logger: Logger): Promise<Controller> {
-  const { cluster, pool, metrics, passDeps, kube } = buildParts(config, logger, { events: true });
+  const { cluster, pool, metrics, passDeps, kube, events } = buildParts(config, logger, { events: true });
   let synced = false;
   let stopping = false;
   const readiness = {
@@ -97,6 +103,7 @@ export async function startController(config: Config, logger: Logger): Promise<C
       stopping = true;
       healer.close();
       await elector?.stop();
+      await events?.flush(EVENTS_FLUSH_MS);
       cluster.stop();
       pool.close();
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));

@@ -9,6 +9,7 @@ export interface Metrics {
   restartHealSeconds: Histogram<"driver">;
   volumesAbnormal: Gauge<"driver" | "node">;
   leader: Gauge;
+  eventsDropped: Counter;
 }
 
 export function createMetrics(connections: () => Record<string, number>): Metrics {
@@ -43,5 +44,6 @@ export function createMetrics(connections: () => Record<string, number>): Metric
     }),
     volumesAbnormal: new Gauge({ name: "csi_addons_healer_volumes_abnormal", help: "Volumes whose last answer left them ABNORMAL", labelNames: ["driver", "node"], registers }),
     leader: new Gauge({ name: "csi_addons_healer_leader", help: "1 while this replica is the leader (or runs without leader election)", registers }),
+    eventsDropped: new Counter({ name: "csi_addons_healer_events_dropped_total", help: "Events not written because the backlog of events to write was full", registers }),
   };
 }

@@ -47,23 +47,23 @@ export class Reporter {
     this.metrics.healSeconds.observe({ driver: s.driver, mode: o.mode }, o.durationMs / 1000);
     if (o.retryInMs !== undefined) return;
     this.metrics.heals.inc({ driver: s.driver, trigger: o.trigger, result: o.result });
-    void this.recordEvents(o);
+    this.recordEvents(o);
   }
 
-  private async recordEvents(o: HealOutcome): Promise<void> {
+  private recordEvents(o: HealOutcome): void {
     if (!this.events) return;
     const where = `by ${o.sidecar.driver} on node ${o.sidecar.nodeId}`;
     const checked = o.mode === "IF_ABNORMAL";
     if ((checked && (o.result === "HEALED" || o.result === "NOT_HEALABLE")) || o.health === "ABNORMAL") {
-      await this.events.volume(o.pv, "Warning", "VolumeAbnormal", `health check found the volume broken on node ${o.sidecar.nodeId}`);
+      this.events.volume(o.pv, "Warning", "VolumeAbnormal", `health check found the volume broken on node ${o.sidecar.nodeId}`);
     }
     if (o.result === "HEALED") {
       // The message names no trigger, so every heal of this volume on this node aggregates into one Event.
-      await this.events.volume(o.pv, "Normal", "VolumeHealed", `volume healed ${where}`);
+      this.events.volume(o.pv, "Normal", "VolumeHealed", `volume healed ${where}`);
     } else if (o.result === "NOT_HEALABLE") {
-      await this.events.volume(o.pv, "Warning", "VolumeNotHealable", `${where}: ${o.message || "the driver cannot heal this volume"}`);
+      this.events.volume(o.pv, "Warning", "VolumeNotHealable", `${where}: ${o.message || "the driver cannot heal this volume"}`);
     } else if (o.result !== "NOT_NEEDED") {
-      await this.events.volume(o.pv, "Warning", "VolumeHealFailed", `${where}: ${o.result}${o.message ? `: ${o.message}` : ""}`);
+      this.events.volume(o.pv, "Warning", "VolumeHealFailed", `${where}: ${o.result}${o.message ? `: ${o.message}` : ""}`);
     }
   }
 }

@@ -1,0 +1,122 @@
+// The controller's Event backlog: written one at a time in order, a repeat bumps the Event it
+// repeats, a full backlog drops (counted, logged once) instead of blocking a heal, and shutdown
+// waits for the backlog within a bound. The Kubernetes side is a fake of the narrow KubeWrites
+// slice the recorder uses; the integration tests cover the real API server.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Writable } from "node:stream";
+import winston from "winston";
+import type { EventRecord } from "../../controller/kube/api.js";
+import { EventRecorder } from "../../controller/report/events.js";
+import type { PvInfo } from "../../controller/plan/types.js";
+import { waitFor } from "../support/wait.js";
+
+function fakeKube() {
+  const created: { namespace: string; e: EventRecord }[] = [];
+  const bumped: { name: string; count: number }[] = [];
+  let inFlight = 0;
+  let peak = 0;
+  const gates: (() => void)[] = [];
+  let held = false;
+  const pass = async () => {
+    inFlight++;
+    peak = Math.max(peak, inFlight);
+    if (held) await new Promise<void>((resolve) => gates.push(resolve));
+    inFlight--;
+  };
+  return {
+    created,
+    bumped,
+    peak: () => peak,
+    hold: () => void (held = true),
+    release: () => {
+      held = false;
+      for (const open of gates.splice(0)) open();
+    },
+    kube: {
+      async createEvent(namespace: string, e: EventRecord) {
+        await pass();
+        created.push({ namespace, e });
+        return `ev-${created.length}`;
+      },
+      async bumpEvent(_namespace: string, name: string, count: number) {
+        await pass();
+        bumped.push({ name, count });
+      },
+    },
+  };
+}
+
+function captureLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { lines, logger: winston.createLogger({ level: "info", format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }) };
+}
+
+const counter = () => {
+  let n = 0;
+  return { inc: () => void n++, value: () => n };
+};
+const pv = (i: number, claim = false): PvInfo => ({
+  name: `pv-${i}`,
+  uid: `uid-${i}`,
+  driver: "stub.csi.example.com",
+  handle: `vol-${i}`,
+  deleting: false,
+  claim: claim ? { namespace: "apps", name: `data-${i}`, uid: `claim-${i}` } : undefined,
+});
+
+test("events are written one at a time, in order, the PV's before its claim's; a repeat bumps the Event it repeats", async () => {
+  const f = fakeKube();
+  const { logger } = captureLogger();
+  const rec = new EventRecorder(f.kube, logger, counter());
+  for (let i = 0; i < 20; i++) rec.volume(pv(i, i % 2 === 0), "Normal", "VolumeHealed", "volume healed");
+  rec.volume(pv(0, true), "Normal", "VolumeHealed", "volume healed");
+  await rec.flush(5_000);
+  assert.equal(f.peak(), 1, "never two writes at once");
+  assert.deepEqual(
+    f.created.slice(0, 4).map((c) => `${c.namespace}/${c.e.involved.kind}/${c.e.involved.name}`),
+    ["default/PersistentVolume/pv-0", "apps/PersistentVolumeClaim/data-0", "default/PersistentVolume/pv-1", "default/PersistentVolume/pv-2"],
+  );
+  assert.equal(f.created.length, 30, "20 PVs and 10 claims");
+  assert.deepEqual(f.bumped, [{ name: "ev-1", count: 2 }, { name: "ev-2", count: 2 }], "the repeat of pv-0's and its claim's event bumped them");
+});
+
+test("a full backlog drops new events (counted, one warning), never blocks the caller, and says when it accepts again", async () => {
+  const f = fakeKube();
+  const { lines, logger } = captureLogger();
+  const dropped = counter();
+  const rec = new EventRecorder(f.kube, logger, dropped, 3);
+  f.hold();
+  for (let i = 0; i < 10; i++) rec.volume(pv(i), "Warning", "VolumeHealFailed", "failed");
+  // One is being written, 3 wait: the other 6 are dropped at once.
+  assert.equal(dropped.value(), 6);
+  assert.equal(lines.filter((l) => l["message"] === "event backlog full; dropping new events until it drains").length, 1, "one warning, not one per event");
+  f.release();
+  await rec.flush(5_000);
+  assert.deepEqual(f.created.map((c) => c.e.involved.name), ["pv-0", "pv-1", "pv-2", "pv-3"]);
+  rec.volume(pv(99), "Normal", "VolumeHealed", "volume healed");
+  await rec.flush(5_000);
+  assert.equal(f.created.at(-1)?.e.involved.name, "pv-99");
+  assert.ok(lines.some((l) => l["message"] === "event backlog accepting again" && l["dropped"] === 6), "the drop is summed up once it drains");
+});
+
+test("flush waits for the backlog, but no longer than its bound", async () => {
+  const f = fakeKube();
+  const { lines, logger } = captureLogger();
+  const rec = new EventRecorder(f.kube, logger, counter());
+  await rec.flush(1_000); // nothing queued: at once
+  f.hold();
+  rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
+  rec.volume(pv(2), "Normal", "VolumeHealed", "volume healed");
+  await rec.flush(50);
+  assert.equal(f.created.length, 0, "the write is still held");
+  assert.ok(lines.some((l) => l["message"] === "events not written before shutdown" && l["events"] === 2));
+  f.release();
+  await waitFor("the held events written", () => f.created.length === 2);
+});
