@@ -6,7 +6,6 @@
 // that take the API server (and this process) from the heals themselves; measured on the bench's
 // 500-volume restart heal, the heals finish sooner this way. One at a time also keeps a repeat
 // behind the write it repeats, so it bumps that Event rather than racing it into a second one.
-import type { Counter } from "prom-client";
 import type { Logger } from "../../common/log/logger.js";
 import type { EventRecord, KubeWrites } from "../kube/api.js";
 import type { PvInfo } from "../plan/types.js";
@@ -28,7 +27,7 @@ export class EventRecorder {
   constructor(
     private readonly kube: Pick<KubeWrites, "createEvent" | "bumpEvent">,
     private readonly logger: Logger,
-    private readonly dropped: Pick<Counter, "inc">,
+    private readonly metrics: { dropped: { inc(): void }; queued: { set(value: number): void } },
     private readonly maxQueued = MAX_QUEUED_EVENTS,
   ) {}
 
@@ -55,7 +54,7 @@ export class EventRecorder {
 
   private enqueue(e: EventRecord): void {
     if (this.queue.length >= this.maxQueued) {
-      this.dropped.inc();
+      this.metrics.dropped.inc();
       if (this.droppedSinceWarned++ === 0) {
         this.logger.warn("event backlog full; dropping new events until it drains", { queued: this.queue.length, reason: e.reason });
       }
@@ -66,12 +65,16 @@ export class EventRecorder {
       this.droppedSinceWarned = 0;
     }
     this.queue.push(e);
+    this.metrics.queued.set(this.queue.length + (this.writing ? 1 : 0));
     if (!this.writing) void this.writeAll();
   }
 
   private async writeAll(): Promise<void> {
     this.writing = true;
-    for (let e = this.queue.shift(); e; e = this.queue.shift()) await this.record(e);
+    for (let e = this.queue.shift(); e; e = this.queue.shift()) {
+      await this.record(e);
+      this.metrics.queued.set(this.queue.length);
+    }
     this.writing = false;
     for (const resolve of this.idle.splice(0)) resolve();
   }

@@ -10,6 +10,7 @@ export interface Metrics {
   volumesAbnormal: Gauge<"driver" | "node">;
   leader: Gauge;
   eventsDropped: Counter;
+  eventsQueued: Gauge;
 }
 
 export function createMetrics(connections: () => Record<string, number>): Metrics {
@@ -45,5 +46,6 @@ export function createMetrics(connections: () => Record<string, number>): Metric
     volumesAbnormal: new Gauge({ name: "csi_addons_healer_volumes_abnormal", help: "Volumes whose last answer left them ABNORMAL", labelNames: ["driver", "node"], registers }),
     leader: new Gauge({ name: "csi_addons_healer_leader", help: "1 while this replica is the leader (or runs without leader election)", registers }),
     eventsDropped: new Counter({ name: "csi_addons_healer_events_dropped_total", help: "Events not written because the backlog of events to write was full", registers }),
+    eventsQueued: new Gauge({ name: "csi_addons_healer_events_queued", help: "Events waiting to be written, and the one being written", registers }),
   };
 }

@@ -25,6 +25,8 @@ import { readCpuMs } from "./memory.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";
+/** The controller's backlog of Events to write (report/events.ts). */
+const EVENTS_QUEUED_METRIC = "csi_addons_healer_events_queued";
 /** Processes started at once while setting up (not measured): more would only thrash 2 cores. */
 const START_BATCH = 4;
 
@@ -60,10 +62,10 @@ export interface RestartResult extends RestartCase {
     peakDriverCalls: number;
     /** The controller's own csi_addons_healer_restart_heal_duration_seconds: restarts seen, mean per node (from driverRestartedAt). */
     controllerMetric: { restarts: number; meanMs: number };
-    /** CPU time per healed volume from the restart to the restart recorded (the restarted drivers' own is left out: it includes their start-up). */
+    /** CPU time per healed volume from the restart until it is recorded and its Events are written (the restarted drivers' own is left out: it includes their start-up). */
     cpuMsPerHeal: { controller: number; sidecars: number; apiServer: number };
   };
-  /** Requests from the restart until the controller recorded every restart as handled, by identity. */
+  /** Requests from the restart until the controller recorded every restart as handled and wrote its Events, by identity. */
   apiRequests: {
     controller: Record<string, number>;
     sidecars: Record<string, number>;
@@ -275,6 +277,13 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   progress(`  restarted driver-stub pids ${plugins.map((p) => `pid ${p.stub.proc.child.pid}`).join(", ")}`);
   await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
+  // The controller writes its Events one at a time, after the heals they report: CPU and requests
+  // are counted once they are all written, so the per-heal costs include them.
+  await controller.waitWhileRunning(
+    "the controller's Event backlog written",
+    async () => metricSum(await controller.metrics(), EVENTS_QUEUED_METRIC) === 0,
+    180_000,
+  );
   const counts = await kube.countsByUser();
   const cpuMs = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids) - cpuBefore[k]!])) as Observed["cpuMs"];
   const result = measure(c, { floor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });

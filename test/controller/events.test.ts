@@ -58,9 +58,11 @@ function captureLogger() {
   return { lines, logger: winston.createLogger({ level: "info", format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }) };
 }
 
-const counter = () => {
-  let n = 0;
-  return { inc: () => void n++, value: () => n };
+/** The recorder's two metrics: drops counted, the backlog's depth as last set. */
+const metrics = () => {
+  let dropped = 0;
+  let queued = 0;
+  return { dropped: { inc: () => void dropped++ }, queued: { set: (n: number) => void (queued = n) }, droppedCount: () => dropped, depth: () => queued };
 };
 const pv = (i: number, claim = false): PvInfo => ({
   name: `pv-${i}`,
@@ -74,7 +76,7 @@ const pv = (i: number, claim = false): PvInfo => ({
 test("events are written one at a time, in order, the PV's before its claim's; a repeat bumps the Event it repeats", async () => {
   const f = fakeKube();
   const { logger } = captureLogger();
-  const rec = new EventRecorder(f.kube, logger, counter());
+  const rec = new EventRecorder(f.kube, logger, metrics());
   for (let i = 0; i < 20; i++) rec.volume(pv(i, i % 2 === 0), "Normal", "VolumeHealed", "volume healed");
   rec.volume(pv(0, true), "Normal", "VolumeHealed", "volume healed");
   await rec.flush(5_000);
@@ -90,16 +92,18 @@ test("events are written one at a time, in order, the PV's before its claim's; a
 test("a full backlog drops new events (counted, one warning), never blocks the caller, and says when it accepts again", async () => {
   const f = fakeKube();
   const { lines, logger } = captureLogger();
-  const dropped = counter();
-  const rec = new EventRecorder(f.kube, logger, dropped, 3);
+  const m = metrics();
+  const rec = new EventRecorder(f.kube, logger, m, 3);
   f.hold();
   for (let i = 0; i < 10; i++) rec.volume(pv(i), "Warning", "VolumeHealFailed", "failed");
   // One is being written, 3 wait: the other 6 are dropped at once.
-  assert.equal(dropped.value(), 6);
+  assert.equal(m.droppedCount(), 6);
+  assert.equal(m.depth(), 4, "the backlog's depth: 3 waiting and 1 being written");
   assert.equal(lines.filter((l) => l["message"] === "event backlog full; dropping new events until it drains").length, 1, "one warning, not one per event");
   f.release();
   await rec.flush(5_000);
   assert.deepEqual(f.created.map((c) => c.e.involved.name), ["pv-0", "pv-1", "pv-2", "pv-3"]);
+  assert.equal(m.depth(), 0, "drained");
   rec.volume(pv(99), "Normal", "VolumeHealed", "volume healed");
   await rec.flush(5_000);
   assert.equal(f.created.at(-1)?.e.involved.name, "pv-99");
@@ -109,7 +113,7 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
 test("flush waits for the backlog, but no longer than its bound", async () => {
   const f = fakeKube();
   const { lines, logger } = captureLogger();
-  const rec = new EventRecorder(f.kube, logger, counter());
+  const rec = new EventRecorder(f.kube, logger, metrics());
   await rec.flush(1_000); // nothing queued: at once
   f.hold();
   rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
