@@ -3,8 +3,9 @@
 //
 // Events are reports: they are written one at a time from a bounded backlog, as client-go's
 // recorder does, so a restart heal of a thousand volumes never sends a thousand concurrent writes
-// that take the API server (and this process) from the heals themselves; measured on the bench's
-// 500-volume restart heal, the heals finish sooner this way. One at a time also keeps a repeat
+// that take the API server (and this process) from the heals themselves: on the bench's 500-volume
+// restart heal, 4 interleaved runs each, the heals took 1.91x the floor this way against 2.04x with
+// every Event written at once (noisy, but not slower). One at a time also keeps a repeat
 // behind the write it repeats, so it bumps that Event rather than racing it into a second one.
 import type { Logger } from "../../common/log/logger.js";
 import type { EventRecord, KubeWrites } from "../kube/api.js";
@@ -15,7 +16,7 @@ const CLUSTER_EVENTS_NAMESPACE = "default";
 const REMEMBERED = 4096;
 const TIMEOUT_MS = 10_000;
 /** Events waiting to be written; past this, new ones are dropped (counted, logged), never a heal slowed. */
-export const MAX_QUEUED_EVENTS = 4096;
+const MAX_QUEUED_EVENTS = 4096;
 
 export class EventRecorder {
   private readonly sent = new Map<string, { namespace: string; name: string; count: number }>();
