@@ -40,11 +40,12 @@ export function buildParts(config: Config, logger: Logger, opts: { events: boole
   const token = config.tokenFile ? new TokenFile(config.tokenFile) : undefined;
   const pool = new SidecarPool(kube, channelSetup(config.sidecarTls), () => token?.read());
   const metrics = createMetrics(() => pool.countByState());
-  const events = opts.events ? new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }) : undefined;
+  const queue = new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals });
+  const events = opts.events ? new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }, { heals: queue }) : undefined;
   const reporter = new Reporter(logger, metrics, events);
   const cluster = new ClusterCache(kc, config.namespace, logger);
   const passDeps: PassDeps = {
-    queue: new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals }),
+    queue,
     pool,
     latest: (key) => cluster.sidecar(key),
     reporter,

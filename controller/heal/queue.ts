@@ -14,6 +14,8 @@ export class WorkQueue {
   private readonly queued: WorkItem[] = [];
   private readonly runningByNode = new Map<string, number>();
   private running = 0;
+  /** One promise for everyone waiting for an idle queue, so waiters that give up leave nothing behind. */
+  private whenIdle: { promise: Promise<void>; resolve: () => void } | undefined;
 
   constructor(private readonly bounds: { perNode: number; global: number }) {}
 
@@ -40,10 +42,33 @@ export class WorkQueue {
     return this.running;
   }
 
+  /** Heals are running or waiting for a slot. */
+  get busy(): boolean {
+    return this.running > 0 || this.queued.length > 0;
+  }
+
+  /** Resolves the next time nothing runs or waits (at once when that is now). */
+  idle(): Promise<void> {
+    if (!this.busy) return Promise.resolve();
+    if (!this.whenIdle) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.whenIdle = { promise, resolve };
+    }
+    return this.whenIdle.promise;
+  }
+
+  private settleIdle(): void {
+    if (this.busy || !this.whenIdle) return;
+    this.whenIdle.resolve();
+    this.whenIdle = undefined;
+  }
+
   private dropWhere(pred: (i: WorkItem) => boolean): number {
     const drop = this.queued.filter(pred);
     for (const i of drop) this.queued.splice(this.queued.indexOf(i), 1);
     for (const i of drop) i.dropped();
+    this.settleIdle();
     return drop.length;
   }
 
@@ -76,6 +101,7 @@ export class WorkQueue {
       if (n === 0) this.runningByNode.delete(item.nodeKey);
       else this.runningByNode.set(item.nodeKey, n);
       this.pump();
+      this.settleIdle();
     };
     // run() reports its own failures; a throw here is a bug, but must not wedge a slot.
     item.run().then(finish, finish);

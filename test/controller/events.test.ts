@@ -1,6 +1,6 @@
 // The controller's Event backlog: written one at a time in order, a repeat bumps the Event it
-// repeats, a full backlog drops (counted, logged once) instead of blocking a heal, and shutdown
-// waits for the backlog within a bound. The Kubernetes side is a fake of the narrow KubeWrites
+// repeats, heals go first (within a bound), a full backlog drops (counted, logged once) instead of
+// blocking a heal, and shutdown waits for the backlog within a bound. The Kubernetes side is a fake of the narrow KubeWrites
 // slice the recorder uses; the integration tests cover the real API server.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,9 +16,11 @@ function fakeKube() {
   const bumped: { name: string; count: number }[] = [];
   let inFlight = 0;
   let peak = 0;
+  let started = 0;
   const gates: (() => void)[] = [];
   let held = false;
   const pass = async () => {
+    started++;
     inFlight++;
     peak = Math.max(peak, inFlight);
     if (held) await new Promise<void>((resolve) => gates.push(resolve));
@@ -28,6 +30,8 @@ function fakeKube() {
     created,
     bumped,
     peak: () => peak,
+    /** Writes begun, counted when the call is made. */
+    started: () => started,
     hold: () => void (held = true),
     release: () => {
       held = false;
@@ -93,7 +97,7 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
   const f = fakeKube();
   const { lines, logger } = captureLogger();
   const m = metrics();
-  const rec = new EventRecorder(f.kube, logger, m, 3);
+  const rec = new EventRecorder(f.kube, logger, m, { maxQueued: 3 });
   f.hold();
   for (let i = 0; i < 10; i++) rec.volume(pv(i), "Warning", "VolumeHealFailed", "failed");
   // One is being written, 3 wait: the other 6 are dropped at once.
@@ -123,4 +127,41 @@ test("flush waits for the backlog, but no longer than its bound", async () => {
   assert.ok(lines.some((l) => l["message"] === "events not written before shutdown" && l["events"] === 2));
   f.release();
   await waitFor("the held events written", () => f.created.length === 2);
+});
+
+/** Heals as the recorder sees them: busy until finish() (the work queue's shape). */
+function heals() {
+  let busy = true;
+  let resolve!: () => void;
+  const idle = new Promise<void>((r) => (resolve = r));
+  return {
+    get busy() {
+      return busy;
+    },
+    idle: () => idle,
+    finish: () => ((busy = false), resolve()),
+  };
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+test("while heals run, events wait, and go out as soon as the heals are done", async () => {
+  const f = fakeKube();
+  const h = heals();
+  const rec = new EventRecorder(f.kube, captureLogger().logger, metrics(), { heals: h, maxDelayMs: 60_000 });
+  rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
+  await turn();
+  assert.equal(f.started(), 0, "no write while heals are busy");
+  h.finish();
+  await waitFor("the event written", () => f.created.length === 1);
+});
+
+test("an event waits for heals no longer than maxDelayMs after it was queued", async () => {
+  const f = fakeKube();
+  const rec = new EventRecorder(f.kube, captureLogger().logger, metrics(), { heals: heals(), maxDelayMs: 40 });
+  const queued = Date.now();
+  rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
+  rec.volume(pv(2), "Normal", "VolumeHealed", "volume healed");
+  await waitFor("both written though heals never finish", () => f.created.length === 2);
+  assert.ok(Date.now() - queued >= 40, "not before the bound");
 });

@@ -62,6 +62,36 @@ test("queue: a newer trigger drops that node's queued work of older generations 
   assert.equal(q.size, 2);
 });
 
+test("queue: busy while work runs or waits; idle() resolves when the last item finishes, or when clear() drops the rest", async () => {
+  const q = new WorkQueue({ perNode: 1, global: 1 });
+  const log: string[] = [];
+  assert.equal(q.busy, false);
+  await q.idle(); // at once
+  const a = deferredItem("A", 1, 1, log, "a");
+  const b = deferredItem("A", 1, 1, log, "b");
+  q.add(a.item);
+  q.add(b.item);
+  let idle = false;
+  void q.idle().then(() => (idle = true));
+  assert.equal(q.idle(), q.idle(), "one promise for every waiter");
+  a.release();
+  await waitFor("b to run", () => log.includes("run b"));
+  assert.equal(idle, false, "b still runs");
+  b.release();
+  await waitFor("idle() to resolve", () => idle);
+  assert.equal(q.busy, false);
+
+  const c = deferredItem("A", 1, 1, log, "c");
+  q.add(c.item);
+  q.add(deferredItem("A", 1, 1, log, "d").item);
+  let cleared = false;
+  void q.idle().then(() => (cleared = true));
+  q.clear();
+  c.release();
+  await waitFor("idle() to resolve after clear()", () => cleared);
+  assert.deepEqual(log.slice(-2), ["run c", "drop d"]);
+});
+
 // ---- one pass ----------------------------------------------------------------------------------
 
 const SIDECAR: SidecarInfo = { key: "csi/n1", namespace: "csi", name: "n1", uid: "u", driver: "drv", endpoint: "127.0.0.1:1", nodeId: "n1", annotations: {}, deleting: false };
