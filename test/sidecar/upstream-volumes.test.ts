@@ -167,7 +167,15 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     ]) {
       assert.match(metrics, new RegExp(`csi_sidecar_operations_seconds_count\\{[^}]*method_name="${method}"[^}]*grpc_status_code="OK"[^}]*\\} [1-9]`), method);
     }
-    assert.match(metrics, /method_name="\/reclaimspace\.ReclaimSpaceNode\/NodeReclaimSpace"[^}]*grpc_status_code="DEADLINE_EXCEEDED"/);
+    // Waited for, not read once; and if it never comes, the failure shows which statuses the
+    // NodeReclaimSpace series did record (this failed once in CI with a truncated metrics dump).
+    let last = "";
+    await waitFor("the driver call cut off by --timeout in csi_sidecar_operations_seconds", async () =>
+      /method_name="\/reclaimspace\.ReclaimSpaceNode\/NodeReclaimSpace"[^}]*grpc_status_code="DEADLINE_EXCEEDED"/.test((last = await fx.sidecar.metrics())),
+    ).catch(() => {
+      const series = last.split("\n").filter((l) => l.startsWith("csi_sidecar_operations_seconds_count") && l.includes("NodeReclaimSpace"));
+      assert.fail(`no DEADLINE_EXCEEDED NodeReclaimSpace in csi_sidecar_operations_seconds; recorded: ${series.join("; ")}`);
+    });
   });
 
   test("reflection describes the upstream services from our protos (grpcurl works without local .proto files)", async () => {
