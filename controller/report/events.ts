@@ -7,8 +7,8 @@
 // was queued, so the CPU of this process and the API server's attention go to the heals first.
 // On the bench's 500-volume restart heal the heals took 2.04x the floor with every Event written at
 // once against 1.91x one at a time (4 interleaved runs each), and 1.93x one at a time against 1.56x
-// with Events also giving way to heals (4 more each). One at a time also keeps a repeat behind the write it repeats, so it bumps that Event
-// rather than racing it into a second one.
+// with Events also giving way to heals (4 more each). One at a time also keeps a repeat behind the
+// write it repeats, so it bumps that Event rather than racing it into a second one.
 import type { Logger } from "../../common/log/logger.js";
 import type { EventRecord, KubeWrites } from "../kube/api.js";
 import type { PvInfo } from "../plan/types.js";
