@@ -10,6 +10,7 @@
 // with Events also giving way to heals (4 more each). One at a time also keeps a repeat behind the
 // write it repeats, so it bumps that Event rather than racing it into a second one.
 import type { Logger } from "../../common/log/logger.js";
+import { delay } from "../../common/util/delay.js";
 import type { EventRecord, KubeWrites } from "../kube/api.js";
 import type { PvInfo } from "../plan/types.js";
 
@@ -66,12 +67,7 @@ export class EventRecorder {
   /** Resolves once every queued event is written (or given up), or after `timeoutMs`: for shutdown. */
   async flush(timeoutMs: number): Promise<void> {
     if (!this.writing) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      new Promise<void>((resolve) => this.drained.push(resolve)),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
-    ]);
-    clearTimeout(timer);
+    await atMost(new Promise<void>((resolve) => this.drained.push(resolve)), timeoutMs);
     if (this.writing) this.logger.warn("events not written before shutdown", { events: this.queue.length + 1 });
   }
 
@@ -107,10 +103,7 @@ export class EventRecorder {
   private async afterHeals(queuedAt: number): Promise<void> {
     const heals = this.opts.heals;
     const left = queuedAt + this.maxDelayMs - Date.now();
-    if (!heals?.busy || left <= 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([heals.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
-    clearTimeout(timer);
+    if (heals?.busy && left > 0) await atMost(heals.idle(), left);
   }
 
   private async record(e: EventRecord): Promise<void> {
@@ -140,4 +133,11 @@ export class EventRecorder {
     this.sent.set(key, v);
     if (this.sent.size > REMEMBERED) this.sent.delete(this.sent.keys().next().value!);
   }
+}
+
+/** Waits for `p`, but no longer than `ms` (the timer is cleared either way). */
+async function atMost(p: Promise<void>, ms: number): Promise<void> {
+  const done = new AbortController();
+  await Promise.race([p, delay(ms, done.signal)]);
+  done.abort();
 }

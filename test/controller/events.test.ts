@@ -114,7 +114,7 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
   assert.ok(lines.some((l) => l["message"] === "event backlog accepting again" && l["dropped"] === 6), "the drop is summed up once it drains");
 });
 
-test("flush waits for the backlog, but no longer than its bound", async () => {
+test("flush waits for the backlog, but no longer than its bound", { timeout: 10_000 }, async () => {
   const f = fakeKube();
   const { lines, logger } = captureLogger();
   const rec = new EventRecorder(f.kube, logger, metrics());
@@ -156,7 +156,7 @@ test("while heals run, events wait, and go out as soon as the heals are done", a
   await waitFor("the event written", () => f.created.length === 1);
 });
 
-test("an event waits for heals no longer than maxDelayMs after it was queued", async () => {
+test("an event waits for heals no longer than maxDelayMs after it was queued", { timeout: 10_000 }, async () => {
   const f = fakeKube();
   const rec = new EventRecorder(f.kube, captureLogger().logger, metrics(), { heals: heals(), maxDelayMs: 40 });
   const queued = Date.now();
