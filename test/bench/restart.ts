@@ -13,7 +13,7 @@ import { call } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { VolumeHealerNodeClient } from "../../proto/gen/healer/v1/healer.js";
 import type { VolumeSpec } from "../../driver-stub/state.js";
-import { CONTROLLER_USER, HANDLED_RESTART, RESTART_METRIC, spawnController } from "../demo/controller-process.js";
+import { CONTROLLER_USER, EVENTS_QUEUED_METRIC, HANDLED_RESTART, RESTART_METRIC, spawnController } from "../demo/controller-process.js";
 import { metricSum } from "../demo/controller-view.js";
 import type { LoggedProcess } from "../demo/logged-process.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
@@ -25,8 +25,6 @@ import { readCpuMs } from "./memory.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";
-/** The controller's backlog of Events to write (report/events.ts). */
-const EVENTS_QUEUED_METRIC = "csi_addons_healer_events_queued";
 /** Processes started at once while setting up (not measured): more would only thrash 2 cores. */
 const START_BATCH = 4;
 

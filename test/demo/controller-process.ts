@@ -7,6 +7,8 @@ export { HANDLED_RESTART } from "../support/fixtures.js";
 /** Its Prometheus metrics the demo and the bench read. */
 export const HEALS_METRIC = "csi_addons_healer_heals";
 export const RESTART_METRIC = "csi_addons_healer_restart_heal_duration_seconds";
+/** Events waiting to be written (controller/report/events.ts). */
+export const EVENTS_QUEUED_METRIC = "csi_addons_healer_events_queued";
 /** The controller's ServiceAccount, as the API server names its requests. */
 export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
 
