@@ -1,7 +1,7 @@
 // Routing of resource requests to the verbs: which paths exist (404 for unknown resources,
 // wrong scope, unknown subresources), which verbs a resource allows (405), and the HTTP codes
 // of success (201 create, 200 otherwise). Watch streams are handed to watch.ts.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { KubeRequest, KubeResponse } from "./pipeline.js";
 import type { Auth, Subject } from "./auth.js";
 import { parseFieldValidation } from "./admit.js";
 import { isObject, type Obj } from "./json.js";
@@ -50,8 +50,8 @@ export function handleResource(
   ri: RequestInfo,
   caller: Subject,
   body: unknown,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: KubeRequest,
+  res: KubeResponse,
 ): Reply | undefined {
   const { t, ns } = route(ops, ri);
   const name = ri.name!;

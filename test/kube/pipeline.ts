@@ -1,7 +1,7 @@
 // One HTTP request through the API server's filter chain, in the real order: authentication
 // (401), then — for authenticated requests only — counting, injected latency and failures,
 // authorization (403), and finally the handler. Every answer that is not a success is a Status.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import { type Attributes, Auth } from "./auth.js";
 import { discoveryDoc } from "./discovery.js";
 import type { Counters, FaultPlan } from "./faults.js";
@@ -21,12 +21,34 @@ const MAX_BODY = 3 * 1024 * 1024; // the real server's request size limit
  *  get 415, on which client-go retries in JSON. */
 const bodyTypes = ["application/json", "application/yaml", "*/*"];
 
-async function readBody(req: IncomingMessage, method: string): Promise<unknown> {
+/**
+ * A request and its response over HTTP/1.1 or HTTP/2 (the server speaks both): what node:http's
+ * and node:http2's compatibility objects share, and all the server uses.
+ */
+export interface KubeRequest extends AsyncIterable<Buffer> {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly headers: IncomingHttpHeaders;
+  on(event: "close", listener: () => void): unknown;
+}
+export interface KubeResponse {
+  readonly headersSent: boolean;
+  readonly writableEnded: boolean;
+  writeHead(code: number, headers: Record<string, string | string[] | number>): unknown;
+  /** HTTP/1.1 only; an HTTP/2 response sends its headers at writeHead. */
+  flushHeaders?(): void;
+  write(chunk: string): boolean;
+  end(): unknown;
+  end(chunk: string): unknown;
+  on(event: "close", listener: () => void): unknown;
+}
+
+async function readBody(req: KubeRequest, method: string): Promise<unknown> {
   const type = String(req.headers["content-type"] ?? "application/json").split(";")[0].trim();
   if (method !== "PATCH" && !bodyTypes.includes(type)) throw unsupportedMediaType(type, ["application/json", "application/yaml"]);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
+  for await (const c of req) {
     size += c.length;
     if (size > MAX_BODY) throw new ApiError({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Request entity too large: limit is 3145728", reason: "RequestEntityTooLarge", code: 413 });
     chunks.push(c);
@@ -40,7 +62,7 @@ async function readBody(req: IncomingMessage, method: string): Promise<unknown> 
   }
 }
 
-function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
+function send(res: KubeResponse, code: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
   if (res.headersSent) {
     res.end();
     return;
@@ -66,7 +88,7 @@ function nonResource(deps: PipelineDeps, ri: RequestInfo): Reply {
   return { code: 200, body: doc };
 }
 
-export async function handle(deps: PipelineDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResponse): Promise<void> {
   try {
     const ri = parseRequest(req.method ?? "GET", req.url ?? "/");
     const caller = deps.auth.authenticate(req.headers.authorization);

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createServer as createHttp, type Server } from "node:http";
-import { createServer as createHttps } from "node:https";
+import { createSecureServer } from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
 import { Auth, type Rule, type TokenUser } from "./auth.js";
 import { installControllers } from "./controllers.js";
@@ -115,9 +115,11 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
   let url = "";
   const deps = { ops, auth, counters, faults, host: () => url.replace(/^https?:\/\//, "") };
   const onRequest = (req: Parameters<typeof handle>[1], res: Parameters<typeof handle>[2]) => void handle(deps, req, res);
-  let server: Server;
+  let server: Server | ReturnType<typeof createSecureServer>;
   const listen = async (port: number) => {
-    server = cert ? createHttps({ key: cert.key, cert: cert.cert }, onRequest) : createHttp(onRequest);
+    // Over TLS both HTTP/2 (what client-go and the sidecar speak) and HTTP/1.1, chosen by ALPN, as
+    // the real API server does.
+    server = cert ? createSecureServer({ key: cert.key, cert: cert.cert, allowHTTP1: true }, onRequest) : createHttp(onRequest);
     server.on("connection", (s: Socket) => {
       sockets.add(s);
       accepted++;
@@ -139,7 +141,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     const closed = new Promise<void>((r) => server.close(() => r()));
     store.closeWatchers();
     for (const s of sockets) s.destroy();
-    server.closeAllConnections();
+    if ("closeAllConnections" in server) server.closeAllConnections();
     await closed;
   };
 

@@ -3,7 +3,7 @@
 // resourceVersion = replay of history after it, or an ERROR event carrying 410 Expired when that
 // part of history is compacted. Selector matches are evaluated per event, so an object that
 // stops matching arrives as DELETED and one that starts matching as ADDED (like the watch cache).
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { KubeRequest, KubeResponse } from "./pipeline.js";
 import { metaOf, type Obj } from "./json.js";
 import type { Ops } from "./ops.js";
 import { apiVersionOf, type ResourceType, storageKey } from "./resources.js";
@@ -14,7 +14,7 @@ import type { StoreEvent } from "./store.js";
 type Send = (type: string, object: Obj) => void;
 
 /** `render` turns each event object into what the client asked for (an object, or a Table row). */
-export function serveWatch(ops: Ops, t: ResourceType, ns: string | undefined, q: URLSearchParams, req: IncomingMessage, res: ServerResponse, render: (o: Obj) => Obj = (o) => o): void {
+export function serveWatch(ops: Ops, t: ResourceType, ns: string | undefined, q: URLSearchParams, req: KubeRequest, res: KubeResponse, render: (o: Obj) => Obj = (o) => o): void {
   const key = storageKey(t);
   const byLabel = labelSelector(q.get("labelSelector"));
   const byField = fieldSelector(q.get("fieldSelector"), key);
@@ -27,8 +27,9 @@ export function serveWatch(ops: Ops, t: ResourceType, ns: string | undefined, q:
     throw badRequest("sendInitialEvents is only supported with allowWatchBookmarks=true");
   if (rvParam !== "" && !/^\d+$/.test(rvParam)) throw badRequest(`resourceVersion: Invalid value: "${rvParam}": must be a valid resource version`);
 
-  res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private", "Transfer-Encoding": "chunked" });
-  res.flushHeaders();
+  // No Transfer-Encoding: HTTP/1.1 chunks a body without a length by itself, and HTTP/2 forbids the header.
+  res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
+  res.flushHeaders?.();
   const send: Send = (type, object) => {
     if (!res.writableEnded) res.write(`${JSON.stringify({ type, object: type === "ERROR" || type === "BOOKMARK" ? object : render(object) })}\n`);
   };
