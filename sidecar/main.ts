@@ -27,7 +27,8 @@ async function main(): Promise<number> {
   let transport: KubeTransport;
   try {
     const { host, port } = config.inClusterApi;
-    transport = new KubeTransport(config.kubeconfig ? await kubeconfigEndpoint(config.kubeconfig) : inClusterEndpoint(host, port));
+    const endpoint = config.kubeconfig ? await kubeconfigEndpoint(config.kubeconfig) : inClusterEndpoint(host, port);
+    transport = new KubeTransport(endpoint, { onHttp1: (reason) => logger.info("Kubernetes API over HTTP/1.1", { reason }) });
   } catch (err) {
     return fatal(logger, `cannot load Kubernetes client configuration: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -1,5 +1,6 @@
-// How the sidecar reaches the API server: one keep-alive HTTPS agent for every request and watch,
-// JSON in and out, a deadline on each call (the endpoint and credentials: endpoint.ts).
+// How the sidecar reaches the API server: over TLS, one HTTP/2 connection for every request and
+// watch (h2-connection.ts); HTTP/1.1 with a keep-alive agent for a plain-HTTP server or one that
+// does not speak h2. JSON in and out, a deadline on each call (the endpoint and credentials: endpoint.ts).
 // Replaces @kubernetes/client-node in the sidecar: importing that library alone cost ~80 MB of RSS
 // and ~1.5 s of start-up, and it opened a new TLS connection per request (see the project notes).
 import * as http from "node:http";
@@ -7,35 +8,45 @@ import * as https from "node:https";
 import type { Readable } from "node:stream";
 import { KubeError } from "./api.js";
 import type { KubeEndpoint } from "./endpoint.js";
+import { H2Connection, H2Refused, type H2Options, type KubeResponse } from "./h2-connection.js";
+
+export interface TransportOptions extends Pick<H2Options, "pingEveryMs" | "pingTimeoutMs"> {
+  /** Called once if the server turns out not to speak HTTP/2 and requests go over HTTP/1.1. */
+  onHttp1?: (reason: string) => void;
+}
 
 export type WatchEvent = { type: string; object: Record<string, any> };
 
 export class KubeTransport {
   private readonly agent: http.Agent;
+  private readonly h2: H2Connection | undefined;
+  private onHttp1: ((reason: string) => void) | undefined;
 
-  constructor(private readonly ep: KubeEndpoint) {
+  constructor(private readonly ep: KubeEndpoint, opts: TransportOptions = {}) {
+    const tlsOptions = { ca: ep.ca, cert: ep.cert, key: ep.key, rejectUnauthorized: !ep.insecureSkipTlsVerify };
     const tls = ep.server.protocol === "https:";
-    this.agent = tls
-      ? new https.Agent({ keepAlive: true, ca: ep.ca, cert: ep.cert, key: ep.key, rejectUnauthorized: !ep.insecureSkipTlsVerify })
-      : new http.Agent({ keepAlive: true });
+    this.agent = tls ? new https.Agent({ keepAlive: true, ...tlsOptions }) : new http.Agent({ keepAlive: true });
+    this.h2 = tls ? new H2Connection(ep.server, { tls: tlsOptions, pingEveryMs: opts.pingEveryMs, pingTimeoutMs: opts.pingTimeoutMs }) : undefined;
+    this.onHttp1 = opts.onHttp1;
   }
 
   close(): void {
+    this.h2?.close();
     this.agent.destroy();
   }
 
   /** One JSON request; a non-2xx answer becomes a KubeError with the Status's reason and message. */
   async request<T>(method: string, path: string, body: unknown, signal: AbortSignal): Promise<T> {
     const res = await this.send(method, path, body, signal);
-    const text = await readAll(res, signal);
-    if (res.statusCode! >= 200 && res.statusCode! < 300) return JSON.parse(text) as T;
-    throw statusError(res.statusCode!, text);
+    const text = await readAll(res.body, signal);
+    if (res.status >= 200 && res.status < 300) return JSON.parse(text) as T;
+    throw statusError(res.status, text);
   }
 
   /** Streams watch events until the server ends the stream or `signal` aborts. */
   async watch(path: string, signal: AbortSignal, onEvent: (e: WatchEvent) => void): Promise<void> {
-    const res = await this.send("GET", path, undefined, signal);
-    if (res.statusCode !== 200) throw statusError(res.statusCode!, await readAll(res, signal));
+    const { status, body: res } = await this.send("GET", path, undefined, signal);
+    if (status !== 200) throw statusError(status, await readAll(res, signal));
     const ended = new Promise<void>((resolveEnd, reject) => {
       res.once("error", (e) => (signal.aborted ? resolveEnd() : reject(unreachable(e))));
       res.once("close", () => resolveEnd());
@@ -48,13 +59,17 @@ export class KubeTransport {
         if (event.type === "ERROR") throw statusError(Number(event.object?.["code"]) || 500, JSON.stringify(event.object));
         onEvent(event);
       }
+    } catch (e) {
+      // The caller stopping the watch is its normal end, not a failure.
+      if (signal.aborted) return;
+      throw e instanceof KubeError ? e : unreachable(e as Error);
     } finally {
       res.destroy();
     }
     await ended;
   }
 
-  private send(method: string, path: string, body: unknown, signal: AbortSignal): Promise<http.IncomingMessage> {
+  private async send(method: string, path: string, body: unknown, signal: AbortSignal): Promise<KubeResponse> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { accept: "application/json" };
     const token = this.ep.token();
@@ -63,17 +78,26 @@ export class KubeTransport {
       headers["content-type"] = "application/json";
       headers["content-length"] = String(payload.length);
     }
+    if (this.h2 && !this.h2.refused) {
+      try {
+        return await this.h2.request(method, path, headers, payload, signal);
+      } catch (e) {
+        if (!(e instanceof H2Refused)) throw signal.aborted ? timeout() : unreachable(e as Error);
+        this.onHttp1?.(e.message);
+        this.onHttp1 = undefined;
+      }
+    }
     const url = new URL(path, this.ep.server);
     const mod = url.protocol === "https:" ? https : http;
     return new Promise((resolveRes, reject) => {
-      const req = mod.request(url, { method, headers, agent: this.agent, signal }, resolveRes);
+      const req = mod.request(url, { method, headers, agent: this.agent, signal }, (res) => resolveRes({ status: res.statusCode!, body: res }));
       req.once("error", (e) => reject(signal.aborted ? timeout() : unreachable(e)));
       req.end(payload);
     });
   }
 }
 
-function readAll(res: http.IncomingMessage, signal: AbortSignal): Promise<string> {
+function readAll(res: Readable, signal: AbortSignal): Promise<string> {
   return new Promise((resolveText, reject) => {
     const chunks: Buffer[] = [];
     res.on("data", (c: Buffer) => chunks.push(c));
@@ -92,7 +116,12 @@ function statusError(code: number, text: string): KubeError {
   }
 }
 
-const unreachable = (e: Error & { code?: string }) => new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${e.code ?? e.message}`);
+/** An HTTP/2 stream cancelled because its connection failed carries the connection's error as its cause. */
+const unreachable = (e: Error) => {
+  const { code, cause } = e as Error & { code?: string; cause?: Error & { code?: string } };
+  const why = cause ? (cause.code ?? cause.message) : (code ?? e.message);
+  return new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${why}`);
+};
 const timeout = () => new KubeError(0, "Timeout", "request to the Kubernetes API timed out or was cancelled");
 
 /**

@@ -1,0 +1,102 @@
+// HTTP/2 to the API server, as client-go speaks it: one TLS connection carries every request and
+// watch of the sidecar. Over HTTP/1.1 each request in flight needs a connection of its own, so the
+// burst of heals after a driver restart opened up to --max-inflight new TLS connections (~4 ms of
+// CPU each, on both ends, on every node at once) and each request cost about twice the CPU.
+// The connection is dialled again when it closes or the server sends GOAWAY, and pinged, so one
+// that died without a word (a network partition) is dropped within pingEveryMs + pingTimeoutMs
+// rather than stalling every request until its deadline — client-go's HTTP/2 health check.
+import * as http2 from "node:http2";
+import type { SecureContextOptions } from "node:tls";
+import type { Readable } from "node:stream";
+
+export interface KubeResponse {
+  status: number;
+  body: Readable;
+}
+
+/** The server does not speak HTTP/2 (a proxy in front of it, say): the caller uses HTTP/1.1 instead. */
+export class H2Refused extends Error {}
+
+export interface H2Options {
+  tls: SecureContextOptions & { rejectUnauthorized: boolean };
+  /** How often the connection is pinged (client-go's ReadIdleTimeout: 30 s). */
+  pingEveryMs?: number;
+  /** How long a ping may go unanswered before the connection is dropped (client-go's PingTimeout: 15 s). */
+  pingTimeoutMs?: number;
+}
+
+export class H2Connection {
+  private session: http2.ClientHttp2Session | undefined;
+  /** Set for good once the server has said it does not speak h2. */
+  refused = false;
+
+  private readonly pingEveryMs: number;
+  private readonly pingTimeoutMs: number;
+
+  constructor(private readonly origin: URL, private readonly opts: H2Options) {
+    this.pingEveryMs = opts.pingEveryMs ?? 30_000;
+    this.pingTimeoutMs = opts.pingTimeoutMs ?? 15_000;
+  }
+
+  close(): void {
+    this.session?.destroy();
+    this.session = undefined;
+  }
+
+  /** Resolves with the response headers' status and the body stream; rejects before a response (H2Refused when h2 is not spoken). */
+  request(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal): Promise<KubeResponse> {
+    const session = this.current();
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": method, ":path": path, ...headers }, { endStream: !payload, signal });
+      stream.once("response", (h) => resolve({ status: Number(h[":status"]), body: stream }));
+      stream.once("error", (e) => {
+        this.noteRefusal(e);
+        reject(this.refused ? new H2Refused("the API server does not speak HTTP/2") : e);
+      });
+      if (payload) stream.end(payload);
+    });
+  }
+
+  private current(): http2.ClientHttp2Session {
+    if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
+    const s = http2.connect(this.origin, { ...this.opts.tls, ALPNProtocols: ["h2"] });
+    this.session = s;
+    const forget = () => {
+      if (this.session === s) this.session = undefined;
+    };
+    // Requests already on a connection the server is retiring finish there; new ones dial anew.
+    s.once("goaway", forget);
+    s.once("close", () => {
+      forget();
+      clearInterval(pings);
+    });
+    // Each stream reports the failure to its own caller; the session only needs to be let go.
+    s.on("error", (e) => {
+      this.noteRefusal(e);
+      forget();
+    });
+    s.once("connect", () => {
+      if (s.alpnProtocol === "h2") return;
+      this.refused = true;
+      s.destroy();
+    });
+    let pinging = false;
+    const pings = setInterval(() => {
+      if (pinging || s.destroyed || s.closed || s.connecting) return;
+      pinging = true;
+      const silent = setTimeout(() => s.destroy(new Error("the API server did not answer an HTTP/2 ping")), this.pingTimeoutMs).unref();
+      s.ping(() => {
+        pinging = false;
+        clearTimeout(silent);
+      });
+    }, this.pingEveryMs);
+    pings.unref();
+    return s;
+  }
+
+  /** A TLS server that offers no "h2" refuses the handshake; a stream learns it as its cause. */
+  private noteRefusal(e: Error): void {
+    const { code, cause } = e as Error & { code?: string; cause?: { code?: string } };
+    if ((cause?.code ?? code) === "ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL") this.refused = true;
+  }
+}

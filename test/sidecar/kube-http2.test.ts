@@ -1,0 +1,114 @@
+// The sidecar's Kubernetes transport over TLS: HTTP/2 with one connection for everything, HTTP/1.1
+// when the server does not speak h2, and a ping that drops a connection that stopped answering.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer as createHttpsServer } from "node:https";
+import * as net from "node:net";
+import type { AddressInfo } from "node:net";
+import { KubeTransport } from "../../sidecar/kube/transport.js";
+import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
+import { KubeError } from "../../sidecar/kube/api.js";
+import { startKubeApi } from "../kube/index.js";
+import { selfSignedCert } from "../kube/tls.js";
+
+const NAMESPACE = "/api/v1/namespaces/default";
+const get = (t: KubeTransport, ms = 5000) => t.request<{ metadata: { name: string } }>("GET", NAMESPACE, undefined, AbortSignal.timeout(ms));
+
+test("over TLS, concurrent requests and a watch share one HTTP/2 connection", async (t) => {
+  const api = await startKubeApi();
+  t.after(() => api.stop());
+  const transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
+  t.after(() => transport.close());
+  const before = api.connectionsAccepted();
+  const stop = new AbortController();
+  const seen: string[] = [];
+  const watching = transport.watch("/api/v1/namespaces?watch=true", stop.signal, (e) => seen.push(e.object["metadata"]?.name));
+  const answers = await Promise.all(Array.from({ length: 32 }, () => get(transport)));
+  assert.ok(answers.every((a) => a.metadata.name === "default"));
+  const deadline = Date.now() + 5000;
+  while (!seen.includes("default") && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+  assert.ok(seen.includes("default"), "the watch delivered the existing namespaces");
+  assert.equal(api.connectionsAccepted() - before, 1, "32 requests in flight and a watch opened one connection");
+  stop.abort();
+  await watching;
+});
+
+test("a TLS server without HTTP/2: requests go over HTTP/1.1, and the caller is told once", async (t) => {
+  const cert = await selfSignedCert();
+  let served = 0;
+  const server = createHttpsServer({ key: cert.key, cert: cert.cert }, (req, res) => {
+    served++;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ metadata: { name: "default" }, via: req.httpVersion }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+  const told: string[] = [];
+  const transport = new KubeTransport(
+    { server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), ca: Buffer.from(cert.cert), token: () => "t" },
+    { onHttp1: (reason) => told.push(reason) },
+  );
+  t.after(() => transport.close());
+  for (let i = 0; i < 3; i++) assert.deepEqual(await get(transport), { metadata: { name: "default" }, via: "1.1" });
+  assert.equal(served, 3);
+  assert.deepEqual(told, ["the API server does not speak HTTP/2"]);
+});
+
+/** A TCP relay to `port` whose existing connections can be frozen: open, but never passing another byte. */
+async function freezableRelay(port: number) {
+  const pairs: [net.Socket, net.Socket][] = [];
+  const all = new Set<net.Socket>();
+  let accepted = 0;
+  const relay = net.createServer((client) => {
+    accepted++;
+    const upstream = net.connect(port, "127.0.0.1");
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+    pairs.push([client, upstream]);
+    for (const s of [client, upstream]) {
+      all.add(s);
+      s.once("close", () => all.delete(s));
+    }
+  });
+  await new Promise<void>((r) => relay.listen(0, "127.0.0.1", r));
+  return {
+    port: (relay.address() as AddressInfo).port,
+    accepted: () => accepted,
+    freeze() {
+      for (const [client, upstream] of pairs.splice(0)) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+        client.once("close", () => upstream.destroy());
+      }
+    },
+    close: () => new Promise<void>((r) => {
+      relay.close(() => r());
+      for (const s of all) s.destroy();
+    }),
+  };
+}
+
+test("a connection that stops answering is dropped by its ping; the next request dials anew", async (t) => {
+  const api = await startKubeApi();
+  t.after(() => api.stop());
+  const relay = await freezableRelay(Number(new URL(api.url).port));
+  t.after(() => relay.close());
+  const ep = await kubeconfigEndpoint(api.kubeconfigPath);
+  const transport = new KubeTransport({ ...ep, server: new URL(`https://127.0.0.1:${relay.port}`) }, { pingEveryMs: 100, pingTimeoutMs: 200 });
+  t.after(() => transport.close());
+  assert.equal((await get(transport)).metadata.name, "default");
+  relay.freeze();
+  // Without the ping this request would wait out its whole 20 s deadline and end as a Timeout.
+  await assert.rejects(get(transport, 20_000), (e: KubeError) => e instanceof KubeError && e.reason === "Unavailable" && /ping/.test(e.message));
+  assert.equal((await get(transport)).metadata.name, "default");
+  assert.equal(relay.accepted(), 2);
+});
+
+test("an unreachable TLS server names the connection's error, not the cancelled stream's", async () => {
+  const transport = new KubeTransport({ server: new URL("https://127.0.0.1:1"), token: () => undefined });
+  await assert.rejects(get(transport), (e: KubeError) => e instanceof KubeError && e.status === 0 && /ECONNREFUSED/.test(e.message));
+  transport.close();
+});
