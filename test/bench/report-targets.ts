@@ -2,13 +2,13 @@
 // soak's own checks. Printed after the detailed tables.
 import { formatTable } from "../demo/table.js";
 import { mib } from "./memory.js";
+import { ratioVs } from "./ratio.js";
 import type { Results } from "./report.js";
 
 const HEAL_PATH = ["get persistentvolumes", "get volumeattachments", "get nodes", "get secrets"];
 
 type Row = [measure: string, measured: string, target: string, met: boolean];
 
-const x = (v: number) => `${v.toFixed(2)}x`;
 const msStr = (v: number) => `${Math.round(v)} ms`;
 const MiB = (b: number) => `${mib(b).toFixed(1)} MiB`;
 
@@ -24,9 +24,9 @@ export function targetRows(r: Results): Row[] {
   // during the burst are counted in the total only.
   const healPath = HEAL_PATH.reduce((n, k) => n + (r.burst.apiRequests[k] ?? 0), 0) / r.burst.volumes;
   return [
-    ["GetVolumeHealth p50, via sidecar / direct, 1 caller", x(p50), "<= 1.5x", p50 <= 1.5],
-    ["throughput at 64 callers, via sidecar / direct", x(tput), ">= 0.7x", tput >= 0.7],
-    [`heal-all burst, ${r.burst.volumes} volumes, via sidecar / driver alone`, x(burst), "<= 1.2x", burst <= 1.2],
+    ["GetVolumeHealth p50, via sidecar / direct, 1 caller", ratioVs(p50, 1.5), "<= 1.5x", p50 <= 1.5],
+    ["throughput at 64 callers, via sidecar / direct", ratioVs(tput, 0.7), ">= 0.7x", tput >= 0.7],
+    [`heal-all burst, ${r.burst.volumes} volumes, via sidecar / driver alone`, ratioVs(burst, 1.2), "<= 1.2x", burst <= 1.2],
     [
       "Kubernetes API requests per heal (burst; heal path, all requests)",
       `${healPath.toFixed(2)} (${r.burst.apiRequestsPerHeal.toFixed(3)})`,
