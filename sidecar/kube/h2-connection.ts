@@ -17,6 +17,9 @@ export interface KubeResponse {
 /** The server does not speak HTTP/2 (a proxy in front of it, say): the caller uses HTTP/1.1 instead. */
 export class H2Refused extends Error {}
 
+/** The server refused a stream unprocessed (RST_STREAM REFUSED_STREAM): safe to send again. */
+class RefusedStream extends Error {}
+
 export interface H2Options {
   tls: SecureContextOptions & { rejectUnauthorized: boolean };
   /** How often the connection is pinged (client-go's ReadIdleTimeout: 30 s). */
@@ -44,14 +47,27 @@ export class H2Connection {
   }
 
   /** Resolves with the response headers' status and the body stream; rejects before a response (H2Refused when h2 is not spoken). */
-  request(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal): Promise<KubeResponse> {
+  async request(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal): Promise<KubeResponse> {
+    try {
+      return await this.once(method, path, headers, payload, signal);
+    } catch (e) {
+      // Sent before the server's SETTINGS said how many streams it takes at once, and refused for
+      // that: it was not processed (RFC 9113 8.7), and now the session queues what is over the limit.
+      if (!(e instanceof RefusedStream) || signal.aborted) throw e;
+      return this.once(method, path, headers, payload, signal);
+    }
+  }
+
+  private once(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal): Promise<KubeResponse> {
     const session = this.current();
     return new Promise((resolve, reject) => {
       const stream = session.request({ ":method": method, ":path": path, ...headers }, { endStream: !payload, signal });
       stream.once("response", (h) => resolve({ status: Number(h[":status"]), body: stream }));
       stream.once("error", (e) => {
         this.noteRefusal(e);
-        reject(this.refused ? new H2Refused("the API server does not speak HTTP/2") : e);
+        if (this.refused) reject(new H2Refused("the API server does not speak HTTP/2"));
+        else if (stream.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) reject(new RefusedStream(e.message, { cause: e }));
+        else reject(e);
       });
       if (payload) stream.end(payload);
     });

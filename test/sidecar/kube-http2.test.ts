@@ -3,6 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer as createHttpsServer } from "node:https";
+import { createSecureServer } from "node:http2";
 import * as net from "node:net";
 import type { AddressInfo } from "node:net";
 import { KubeTransport } from "../../sidecar/kube/transport.js";
@@ -52,6 +53,20 @@ test("a TLS server without HTTP/2: requests go over HTTP/1.1, and the caller is 
   for (let i = 0; i < 3; i++) assert.deepEqual(await get(transport), { metadata: { name: "default" }, via: "1.1" });
   assert.equal(served, 3);
   assert.deepEqual(told, ["the API server does not speak HTTP/2"]);
+});
+
+test("requests sent before the server said how many streams it takes are sent again, not failed", async (t) => {
+  const cert = await selfSignedCert();
+  // A server that takes 2 streams at once; the 10 requests go out before its SETTINGS arrive.
+  const server = createSecureServer({ key: cert.key, cert: cert.cert, settings: { maxConcurrentStreams: 2 } }, (_req, res) => {
+    setTimeout(() => res.end(JSON.stringify({ metadata: { name: "default" } })), 20);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const transport = new KubeTransport({ server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), ca: Buffer.from(cert.cert), token: () => "t" });
+  t.after(() => transport.close());
+  const answers = await Promise.all(Array.from({ length: 10 }, () => get(transport)));
+  assert.equal(answers.filter((a) => a.metadata.name === "default").length, 10);
 });
 
 /** A TCP relay to `port` whose existing connections can be frozen: open, but never passing another byte. */
