@@ -1,5 +1,6 @@
 // The sidecar's Kubernetes transport over TLS: HTTP/2 with one connection for everything, HTTP/1.1
-// when the server does not speak h2, and a ping that drops a connection that stopped answering.
+// when the server does not speak h2, streams refused unprocessed sent again, and a ping that drops
+// a connection that stopped answering.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer as createHttpsServer } from "node:https";
