@@ -112,7 +112,15 @@ export class H2Connection {
 
   /** A TLS server that offers no "h2" refuses the handshake; a stream learns it as its cause. */
   private noteRefusal(e: Error): void {
-    const { code, cause } = e as Error & { code?: string; cause?: { code?: string } };
-    if ((cause?.code ?? code) === "ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL") this.refused = true;
+    if (failure(e) === "ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL") this.refused = true;
   }
+}
+
+/**
+ * What a request failed with: a stream cancelled because its connection failed carries the
+ * connection's error as its cause, which says more than the stream's own code.
+ */
+export function failure(e: Error): string {
+  const { code, cause } = e as Error & { code?: string; cause?: Error & { code?: string } };
+  return cause ? (cause.code ?? cause.message) : (code ?? e.message);
 }

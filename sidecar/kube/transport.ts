@@ -8,7 +8,7 @@ import * as https from "node:https";
 import type { Readable } from "node:stream";
 import { KubeError } from "./api.js";
 import type { KubeEndpoint } from "./endpoint.js";
-import { H2Connection, H2Refused, type H2Options, type KubeResponse } from "./h2-connection.js";
+import { H2Connection, H2Refused, failure, type H2Options, type KubeResponse } from "./h2-connection.js";
 
 export interface TransportOptions extends Pick<H2Options, "pingEveryMs" | "pingTimeoutMs"> {
   /** Called once if the server turns out not to speak HTTP/2 and requests go over HTTP/1.1. */
@@ -116,12 +116,7 @@ function statusError(code: number, text: string): KubeError {
   }
 }
 
-/** An HTTP/2 stream cancelled because its connection failed carries the connection's error as its cause. */
-const unreachable = (e: Error) => {
-  const { code, cause } = e as Error & { code?: string; cause?: Error & { code?: string } };
-  const why = cause ? (cause.code ?? cause.message) : (code ?? e.message);
-  return new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${why}`);
-};
+const unreachable = (e: Error) => new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${failure(e)}`);
 const timeout = () => new KubeError(0, "Timeout", "request to the Kubernetes API timed out or was cancelled");
 
 /**
