@@ -38,6 +38,7 @@ export interface EventRecorderOptions {
 export class EventRecorder {
   private readonly sent = new Map<string, { namespace: string; name: string; count: number }>();
   private readonly queue: { record: EventRecord; queuedAt: number }[] = [];
+  private readonly heals: HealActivity | undefined;
   private readonly maxDelayMs: number;
   private readonly maxQueued: number;
   private writing = false;
@@ -49,8 +50,9 @@ export class EventRecorder {
     private readonly kube: Pick<KubeWrites, "createEvent" | "bumpEvent">,
     private readonly logger: Logger,
     private readonly metrics: { dropped: { inc(): void }; queued: { set(value: number): void } },
-    private readonly opts: EventRecorderOptions = {},
+    opts: EventRecorderOptions = {},
   ) {
+    this.heals = opts.heals;
     this.maxDelayMs = opts.maxDelayMs ?? MAX_DELAY_MS;
     this.maxQueued = opts.maxQueued ?? MAX_QUEUED_EVENTS;
   }
@@ -101,9 +103,8 @@ export class EventRecorder {
 
   /** Waits while heals run or wait, but not past `maxDelayMs` after the Event was queued. */
   private async afterHeals(queuedAt: number): Promise<void> {
-    const heals = this.opts.heals;
     const left = queuedAt + this.maxDelayMs - Date.now();
-    if (heals?.busy && left > 0) await atMost(heals.idle(), left);
+    if (this.heals?.busy && left > 0) await atMost(this.heals.idle(), left);
   }
 
   private async record(e: EventRecord): Promise<void> {
