@@ -119,28 +119,36 @@ export function parseState(text: string): StubState {
   return state;
 }
 
-/** Absent file, absent keys: no volumes, ready, the capabilities of CAPABILITY_DEFAULTS. */
-// Changes copy only the volume they touch (withVolumeHealed), so after a heal every other volume
-// is the same object as before: resolving each once keeps a heal burst from re-resolving them all.
+// Changes copy only the volume they touch (healVolume), so after a heal every other volume is the
+// same object as before: resolving each once keeps a heal burst from re-resolving them all.
 const resolvedVolumes = new WeakMap<object, Volume>();
 
-export function resolveState(s: StubState): ResolvedState {
-  const volumes = new Map<string, Volume>();
-  for (const [id, v] of Object.entries(s.volumes ?? {})) {
-    let resolved = resolvedVolumes.get(v);
-    if (!resolved) {
-      resolved = {
-        state: v.state ?? "HEALTHY",
-        reason: v.reason ?? "",
-        message: v.message ?? "",
-        heal: v.heal ?? "SUCCEED",
-        delayMs: v.delayMs ?? 0,
-        locked: v.locked ?? false,
-      };
-      resolvedVolumes.set(v, resolved);
-    }
-    volumes.set(id, resolved);
+/** One volume with its defaults applied (the same object for the same spec). */
+export function resolveVolume(v: VolumeSpec): Volume {
+  let resolved = resolvedVolumes.get(v);
+  if (!resolved) {
+    resolved = {
+      state: v.state ?? "HEALTHY",
+      reason: v.reason ?? "",
+      message: v.message ?? "",
+      heal: v.heal ?? "SUCCEED",
+      delayMs: v.delayMs ?? 0,
+      locked: v.locked ?? false,
+    };
+    resolvedVolumes.set(v, resolved);
   }
+  return resolved;
+}
+
+/** What resolveState returns: its owner (the state store) may set a volume in place after a heal. */
+export interface OwnResolvedState extends ResolvedState {
+  volumes: Map<string, Volume>;
+}
+
+/** Absent file, absent keys: no volumes, ready, the capabilities of CAPABILITY_DEFAULTS. */
+export function resolveState(s: StubState): OwnResolvedState {
+  const volumes = new Map<string, Volume>();
+  for (const [id, v] of Object.entries(s.volumes ?? {})) volumes.set(id, resolveVolume(v));
   return {
     ready: s.ready ?? true,
     capabilities: Object.fromEntries(
@@ -151,10 +159,14 @@ export function resolveState(s: StubState): ResolvedState {
   };
 }
 
-/** The same state with one volume repaired: HEALTHY, its fault reason and message cleared. */
-export function withVolumeHealed(s: StubState, volumeId: string): StubState {
-  const volumes = { ...s.volumes };
+/**
+ * Repairs one volume of `s` in place (HEALTHY, its fault reason and message cleared) and returns
+ * `s`. In place, because a heal must not cost a copy of every volume: the store owns `s`. The
+ * volume itself is a new object, so what resolveVolume made of the old one is not reused.
+ */
+export function healVolume(s: StubState, volumeId: string): StubState {
+  const volumes = (s.volumes ??= {});
   const { reason: _reason, message: _message, ...rest } = volumes[volumeId] ?? {};
   volumes[volumeId] = { ...rest, state: "HEALTHY" };
-  return { ...s, volumes };
+  return s;
 }

@@ -1,11 +1,16 @@
-// The driver-stub's pure parts: state file validation and defaults, secret redaction, and the
-// cancellable delay (a dead call must leave no timer behind).
+// The driver-stub's pure parts: state file validation and defaults, secret redaction, the
+// cancellable delay (a dead call must leave no timer behind), and the state store's merging of its
+// own changes with an edit of the file.
 import assert from "node:assert/strict";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { CallGoneError, delay } from "../../driver-stub/delay.js";
 import { VolumeLocks } from "../../driver-stub/locks.js";
-import { parseState, resolveState, StateFormatError, withVolumeHealed } from "../../driver-stub/state.js";
+import { healVolume, parseState, resolveState, StateFormatError } from "../../driver-stub/state.js";
+import { StateStore } from "../../driver-stub/state-store.js";
+import { tempDir } from "../support/proc.js";
 
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
 
@@ -67,10 +72,34 @@ describe("driver-stub state file", () => {
 
   it("a healed volume becomes HEALTHY with its fault cleared and everything else kept", () => {
     const before = parseState('{"ready": true, "volumes": {"v": {"state": "ABNORMAL", "reason": "R", "message": "M", "delayMs": 5}, "w": {"state": "ABNORMAL"}}}');
-    assert.deepEqual(JSON.parse(JSON.stringify(withVolumeHealed(before, "v"))), {
+    assert.deepEqual(JSON.parse(JSON.stringify(healVolume(before, "v"))), {
       ready: true,
       volumes: { v: { state: "HEALTHY", delayMs: 5 }, w: { state: "ABNORMAL" } },
     });
+  });
+});
+
+describe("driver-stub state store", () => {
+  it("a heal and an edit of the file made before the heal is written both end up in memory and in the file", async () => {
+    const file = join(tempDir("state-store-"), "state.json");
+    const write = (volumes: object) => writeFileSync(file, JSON.stringify({ volumes }));
+    write({ v: { state: "ABNORMAL", reason: "R" }, w: { state: "ABNORMAL" } });
+    const store = new StateStore(file, (line) => assert.fail(line));
+    try {
+      store.markHealed("v");
+      assert.equal(store.current().volumes.get("v")?.state, "HEALTHY", "in memory at once");
+      // Before the store's write (the next turn of the event loop): someone adds a volume.
+      write({ v: { state: "ABNORMAL", reason: "R" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } });
+      await store.written();
+      const expected = { volumes: { v: { state: "HEALTHY" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } } };
+      assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), expected);
+      assert.deepEqual(
+        Object.fromEntries([...store.current().volumes].map(([id, v]) => [id, v.state])),
+        { v: "HEALTHY", w: "ABNORMAL", x: "UNSUPPORTED" },
+      );
+    } finally {
+      store.close();
+    }
   });
 });
 
