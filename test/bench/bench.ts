@@ -21,7 +21,8 @@ import { dirname, join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { call, codeName, type Outcome } from "../support/grpc.js";
-import { repoRoot, tempDir } from "../support/proc.js";
+import { repoRoot } from "../support/proc.js";
+import { benchDir } from "./work-dir.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
@@ -280,7 +281,8 @@ async function main(): Promise<number> {
   cleanup.onSignal(progress);
   const build = ensureCompiled(progress, [COMPILED_SIDECAR, COMPILED_DRIVER_STUB, COMPILED_CONTROLLER]);
   progress(build);
-  const dir = tempDir("csi-healer-bench-");
+  const dir = benchDir("csi-healer-bench-");
+  progress(`working directory ${dir}`);
   let ok = false;
   cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
   const restart = await restartHeals(dir, size);
@@ -315,6 +317,7 @@ async function main(): Promise<number> {
       totalMemoryBytes: totalmem(),
       loadAverage1m: loadavg()[0]!,
       loadAverage1mAtStart: loadAtStart,
+      workDir: dir,
     },
     git: gitDescribe(),
     sidecar: { entry: COMPILED_SIDECAR, build },

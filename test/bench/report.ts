@@ -21,7 +21,7 @@ export interface Results {
   timestamp: string;
   mode: "full" | "quick";
   node: string;
-  machine: { platform: string; arch: string; kernel: string; cpuModel: string; cpus: number; totalMemoryBytes: number; loadAverage1m: number; loadAverage1mAtStart: number };
+  machine: { platform: string; arch: string; kernel: string; cpuModel: string; cpus: number; totalMemoryBytes: number; loadAverage1m: number; loadAverage1mAtStart: number; workDir?: string };
   git: { commit: string; dirty: boolean } | undefined;
   sidecar: { entry: string; build: string };
   relay: { concurrency: number; direct: LoadResult; sidecar: LoadResult }[];
@@ -103,7 +103,7 @@ export function renderTables(r: Results): string {
     `csi-addons-healer bench (${r.mode}), ${r.timestamp}`,
     `node ${r.node}, ${m.platform} ${m.arch} ${m.kernel}, ${m.cpus} x ${m.cpuModel}, ${MiB(m.totalMemoryBytes)} RAM, load average ${m.loadAverage1mAtStart.toFixed(2)} at the start, ${m.loadAverage1m.toFixed(2)} at the end (${m.cpus} cores; above that, other work competed)` +
       (r.git ? `, commit ${r.git.commit.slice(0, 12)}${r.git.dirty ? " (dirty)" : ""}` : ""),
-    `sidecar: node ${r.sidecar.entry} (${r.sidecar.build})`,
+    `sidecar: node ${r.sidecar.entry} (${r.sidecar.build})` + (m.workDir ? `; sockets, state files and logs in ${m.workDir}` : ""),
     "",
     renderRestart(r.restartHeal),
     "",
