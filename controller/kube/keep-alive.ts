@@ -1,10 +1,12 @@
 // client-node 1.x builds a new, non-keep-alive https.Agent for every request (KubeConfig
 // applySecurityAuthentication), so each Event or patch paid a fresh TCP and TLS handshake: a
 // third of the controller's CPU in a 500-volume restart heal. Requests keep client-node's own
-// TLS material; they only share one keep-alive agent built from it.
+// TLS material; they only share one keep-alive agent built from it, and the Event writes one
+// HTTP/2 connection (common/kube/h2-connection.ts), as the sidecar's requests do.
 import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
+import { H2Connection } from "../../common/kube/h2-connection.js";
 
 /** Idle pooled connections are closed after this; the API server closes its own idle ones too. */
 const IDLE_SOCKET_MS = 30_000;
@@ -12,6 +14,8 @@ const IDLE_SOCKET_MS = 30_000;
 interface Pool {
   key: string;
   agent: http.Agent;
+  /** Made on first use, for an https server. */
+  h2?: { origin: string; connection: H2Connection };
 }
 
 const TLS_OPTIONS = ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"] as const;
@@ -25,29 +29,52 @@ export class KeepAliveAgents {
   private pool: Pool | undefined;
 
   share(agent: http.Agent | undefined): http.Agent | undefined {
-    if (!agent || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return agent;
+    return this.pooled(agent)?.agent ?? agent;
+  }
+
+  /**
+   * The HTTP/2 connection to `origin` for client-node's per-request agent; undefined where requests
+   * go over HTTP/1.1 instead (share()): plain HTTP, a proxy, a server that does not speak h2.
+   */
+  http2(origin: URL, agent: http.Agent | undefined): H2Connection | undefined {
+    if (origin.protocol !== "https:") return undefined;
+    const pool = this.pooled(agent);
+    if (!pool) return undefined;
+    if (pool.h2?.origin !== origin.origin) {
+      pool.h2?.connection.retire();
+      const tls = pick((agent as http.Agent & { options?: Record<string, unknown> }).options ?? {});
+      pool.h2 = { origin: origin.origin, connection: new H2Connection(origin, { tls: { ...tls, rejectUnauthorized: tls["rejectUnauthorized"] !== false } }) };
+    }
+    return pool.h2.connection.refused ? undefined : pool.h2.connection;
+  }
+
+  close(): void {
+    this.pool?.agent.destroy();
+    this.pool?.h2?.connection.close();
+    this.pool = undefined;
+  }
+
+  /** The pool for these TLS options (a new one when they changed); undefined for a proxy agent or none. */
+  private pooled(agent: http.Agent | undefined): Pool | undefined {
+    if (!agent || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return undefined;
     const options = (agent as http.Agent & { options?: Record<string, unknown> }).options ?? {};
     const key = fingerprint(agent instanceof https.Agent ? "https" : "http", options);
     if (this.pool?.key !== key) {
-      if (this.pool) retire(this.pool.agent);
+      if (this.pool) retire(this.pool);
       const shared = { ...pick(options), keepAlive: true, timeout: IDLE_SOCKET_MS };
       this.pool = { key, agent: agent instanceof https.Agent ? new https.Agent(shared) : new http.Agent(shared) };
     }
     // The per-request agent was never used: nothing to close, but do not let it linger in a pool.
     agent.destroy();
-    return this.pool.agent;
-  }
-
-  close(): void {
-    this.pool?.agent.destroy();
-    this.pool = undefined;
+    return this.pool;
   }
 }
 
-/** Requests still running on a replaced agent finish; its connections close afterwards. */
-function retire(agent: http.Agent): void {
+/** Requests still running on a replaced pool finish; its connections close afterwards. */
+function retire({ agent, h2 }: Pool): void {
   (agent as http.Agent & { keepAlive: boolean }).keepAlive = false;
   for (const sockets of Object.values(agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
+  h2?.connection.retire();
 }
 
 function pick(options: Record<string, unknown>): Record<string, unknown> {

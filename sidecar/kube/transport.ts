@@ -8,7 +8,7 @@ import * as https from "node:https";
 import type { Readable } from "node:stream";
 import { KubeError } from "./api.js";
 import type { KubeEndpoint } from "./endpoint.js";
-import { H2Connection, H2Refused, failure, type H2Options, type KubeResponse } from "./h2-connection.js";
+import { H2Connection, H2Refused, failure, type H2Options, type KubeResponse } from "../../common/kube/h2-connection.js";
 
 export interface TransportOptions extends Pick<H2Options, "pingEveryMs" | "pingTimeoutMs"> {
   /** Called once if the server turns out not to speak HTTP/2 and requests go over HTTP/1.1. */

@@ -1,7 +1,8 @@
 // HTTP/2 to the API server, as client-go speaks it: one TLS connection carries every request and
-// watch of the sidecar. Over HTTP/1.1 each request in flight needs a connection of its own, so the
-// burst of heals after a driver restart opened up to --max-inflight new TLS connections (~4 ms of
-// CPU each, on both ends, on every node at once) and each request cost about twice the CPU.
+// watch of the sidecar, and the controller's Event writes. Over HTTP/1.1 each request in flight
+// needs a connection of its own, so the burst of heals after a driver restart opened up to
+// --max-inflight new TLS connections (~4 ms of CPU each, on both ends, on every node at once) and
+// each request cost about twice the CPU.
 // The connection is dialled again when it closes or the server sends GOAWAY, and pinged, so one
 // that died without a word (a network partition) is dropped within pingEveryMs + pingTimeoutMs
 // rather than stalling every request until its deadline — client-go's HTTP/2 health check.
@@ -35,6 +36,8 @@ export class H2Connection {
 
   private readonly pingEveryMs: number;
   private readonly pingTimeoutMs: number;
+  /** Streams open on any of this connection's sessions: while none is, the session does not keep the process alive. */
+  private open = 0;
 
   constructor(private readonly origin: URL, private readonly opts: H2Options) {
     this.pingEveryMs = opts.pingEveryMs ?? 30_000;
@@ -43,6 +46,12 @@ export class H2Connection {
 
   close(): void {
     this.session?.destroy();
+    this.session = undefined;
+  }
+
+  /** Lets the requests in flight finish, then closes; a request after this dials anew. */
+  retire(): void {
+    this.session?.close();
     this.session = undefined;
   }
 
@@ -62,6 +71,12 @@ export class H2Connection {
     const session = this.current();
     return new Promise((resolve, reject) => {
       const stream = session.request({ ":method": method, ":path": path, ...headers }, { endStream: !payload, signal });
+      // Like an idle keep-alive socket, an idle connection must not keep a finished program running.
+      this.open++;
+      session.ref();
+      stream.once("close", () => {
+        if (--this.open === 0) this.session?.unref();
+      });
       stream.once("response", (h) => resolve({ status: Number(h[":status"]), body: stream }));
       stream.once("error", (e) => {
         this.noteRefusal(e);
