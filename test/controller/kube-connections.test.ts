@@ -106,6 +106,22 @@ test("one keep-alive agent per set of TLS options; a changed CA gets a new one; 
   agents.close();
 });
 
+test("one HTTP/2 connection per set of TLS options; none for plain HTTP, a proxy or no agent", () => {
+  const agents = new KeepAliveAgents();
+  const server = new URL("https://127.0.0.1:6443");
+  const first = agents.http2(server, new https.Agent({ ca: "CA-1", rejectUnauthorized: true }));
+  assert.ok(first);
+  assert.equal(agents.http2(server, new https.Agent({ ca: "CA-1", rejectUnauthorized: true })), first);
+  const rotated = agents.http2(server, new https.Agent({ ca: "CA-2", rejectUnauthorized: true }));
+  assert.ok(rotated);
+  assert.notEqual(rotated, first, "a changed CA gets a new connection");
+  class ProxyAgent extends https.Agent {}
+  assert.equal(agents.http2(server, new ProxyAgent()), undefined);
+  assert.equal(agents.http2(server, undefined), undefined);
+  assert.equal(agents.http2(new URL("http://127.0.0.1:8080"), new http.Agent()), undefined);
+  agents.close();
+});
+
 test("Events go out as plain JSON requests: a refusal is a KubeRequestError naming the request and the API server's status; a bump updates the count", async () => {
   const kube = createKubeWrites(loadKubeConfig(api.kubeconfigPath));
   api.faults.failNext(1, 503, { verb: "create", resource: "events" });
