@@ -6,9 +6,9 @@
 // costs one file write per turn instead of one per heal, and a reader who got an answer still
 // finds its effect in the file.
 // The write stays synchronous, once per turn: written off the event loop, one write at a time,
-// fewer heals shared a write and the stub's CPU per heal rose (500 heals 8 at once, 3 runs of
-// each, interleaved with the stub before: 1.34–1.56 ms against this one's 0.84–1.02 ms). What a write costs is mostly ext4's replace-by-rename,
-// which starts writing the new file's data out.
+// fewer heals shared a write and the stub's CPU per heal rose (500 heals 8 at once, two variants,
+// 3 runs each: 1.20–1.56 ms against this one's 0.84–1.02 ms). What a write costs is mostly
+// ext4's replace-by-rename, which starts writing the new file's data out.
 import { readFileSync, renameSync, statSync, watch, writeFileSync, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
 import { randomBytes } from "node:crypto";
