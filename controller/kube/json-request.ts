@@ -5,11 +5,11 @@
 // sidecar's requests) less again (README, Stack notes). client-node still supplies everything
 // about the cluster and the user — server, CA, client certificate, token (re-read as it rotates),
 // proxy agent — through applyToHTTPSOptions, so the paths cannot disagree on credentials.
-import http from "node:http";
-import https from "node:https";
-import type { Readable } from "node:stream";
+import type http from "node:http";
+import type https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { failure, H2Refused } from "../../common/kube/h2-connection.js";
+import { failure } from "../../common/kube/h2-connection.js";
+import { readText, sendRequest } from "../../common/kube/request.js";
 import { KubeRequestError } from "./api.js";
 import type { KeepAliveAgents } from "./keep-alive.js";
 
@@ -27,11 +27,6 @@ export interface JsonRequest {
   signal: AbortSignal;
 }
 
-interface Answer {
-  status: number;
-  text: string;
-}
-
 /** The parsed answer; KubeRequestError with the HTTP status (0 when none came back) otherwise. */
 export async function jsonRequest<T>(kc: KubeConfig, agents: KeepAliveAgents, r: JsonRequest): Promise<T> {
   const server = kc.getCurrentCluster()?.server;
@@ -43,14 +38,19 @@ export async function jsonRequest<T>(kc: KubeConfig, agents: KeepAliveAgents, r:
     throw new KubeRequestError(0, `${r.what}: ${(err as Error).message}`);
   }
   const url = new URL(r.path, server);
-  const body = Buffer.from(JSON.stringify(r.body));
+  const payload = Buffer.from(JSON.stringify(r.body));
   const headers: Record<string, string> = {
     ...lowerCased(opts.headers),
     accept: "application/json",
     "content-type": r.contentType ?? "application/json",
-    "content-length": String(body.length),
+    "content-length": String(payload.length),
   };
-  const { status, text } = await send(url, opts, agents, r, headers, body).catch((err: Error) => {
+  const { agent, h2 } = agents.route(url, opts.agent as http.Agent | undefined);
+  const answer = sendRequest({ url, method: r.method, headers, payload, signal: r.signal }, { h2, http1: { ...opts, agent } }).then(async (res) => ({
+    status: res.status,
+    text: await readText(res.body, MAX_BODY_BYTES),
+  }));
+  const { status, text } = await answer.catch((err: Error) => {
     // A stream cancelled because its connection failed: the connection's error says why.
     throw new KubeRequestError(0, `${r.what}: ${err.cause instanceof Error ? failure(err) : err.message}`);
   });
@@ -60,45 +60,6 @@ export async function jsonRequest<T>(kc: KubeConfig, agents: KeepAliveAgents, r:
   } catch {
     throw new KubeRequestError(status, `${r.what}: the API server's answer is not JSON`);
   }
-}
-
-/** Over the shared HTTP/2 connection; over HTTP/1.1 where there is none or the server refused h2. */
-async function send(url: URL, opts: https.RequestOptions, agents: KeepAliveAgents, r: JsonRequest, headers: Record<string, string>, body: Buffer): Promise<Answer> {
-  const agent = opts.agent as http.Agent | undefined;
-  const h2 = agents.http2(url, agent);
-  if (h2) {
-    try {
-      const res = await h2.request(r.method, url.pathname + url.search, headers, body, r.signal);
-      return { status: res.status, text: await readBody(res.body) };
-    } catch (err) {
-      if (!(err instanceof H2Refused)) throw err;
-    }
-  }
-  return sendHttp1(url, { ...opts, agent: agents.share(agent), method: r.method, signal: r.signal, headers }, body);
-}
-
-function sendHttp1(url: URL, options: https.RequestOptions, body: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = (url.protocol === "http:" ? http : https).request(url, options, (res) => {
-      readBody(res).then((text) => resolve({ status: res.statusCode ?? 0, text }), reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-function readBody(body: Readable): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) body.destroy(new Error(`answer larger than ${MAX_BODY_BYTES} bytes`));
-      else chunks.push(chunk);
-    });
-    body.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    body.on("error", reject);
-  });
 }
 
 /** HTTP/2 wants header names in lower case; client-node's (Authorization) are not. */

@@ -33,19 +33,20 @@ export class KeepAliveAgents {
   }
 
   /**
-   * The HTTP/2 connection to `origin` for client-node's per-request agent; undefined where requests
-   * go over HTTP/1.1 instead (share()): plain HTTP, a proxy, a server that does not speak h2.
+   * Where a request to `url` with client-node's per-request agent goes: the pooled keep-alive agent
+   * (share()), and for an https server not behind a proxy the HTTP/2 connection for the same TLS
+   * options, which the request tries first.
    */
-  http2(origin: URL, agent: http.Agent | undefined): H2Connection | undefined {
-    if (origin.protocol !== "https:") return undefined;
+  route(url: URL, agent: http.Agent | undefined): { agent: http.Agent | undefined; h2?: H2Connection } {
     const pool = this.pooled(agent);
-    if (!pool) return undefined;
-    if (pool.h2?.origin !== origin.origin) {
+    if (!pool) return { agent };
+    if (url.protocol !== "https:") return { agent: pool.agent };
+    if (pool.h2?.origin !== url.origin) {
       pool.h2?.connection.retire();
       const tls = pick((agent as http.Agent & { options?: Record<string, unknown> }).options ?? {});
-      pool.h2 = { origin: origin.origin, connection: new H2Connection(origin, { tls: { ...tls, rejectUnauthorized: tls["rejectUnauthorized"] !== false } }) };
+      pool.h2 = { origin: url.origin, connection: new H2Connection(url, { tls: { ...tls, rejectUnauthorized: tls["rejectUnauthorized"] !== false } }) };
     }
-    return pool.h2.connection.refused ? undefined : pool.h2.connection;
+    return { agent: pool.agent, h2: pool.h2.connection };
   }
 
   close(): void {

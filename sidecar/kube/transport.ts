@@ -8,7 +8,8 @@ import * as https from "node:https";
 import type { Readable } from "node:stream";
 import { KubeError } from "./api.js";
 import type { KubeEndpoint } from "./endpoint.js";
-import { H2Connection, H2Refused, failure, type H2Options, type KubeResponse } from "../../common/kube/h2-connection.js";
+import { H2Connection, failure, type H2Options, type KubeResponse } from "../../common/kube/h2-connection.js";
+import { readText, sendRequest } from "../../common/kube/request.js";
 
 export interface TransportOptions extends Pick<H2Options, "pingEveryMs" | "pingTimeoutMs"> {
   /** Called once if the server turns out not to speak HTTP/2 and requests go over HTTP/1.1. */
@@ -78,31 +79,21 @@ export class KubeTransport {
       headers["content-type"] = "application/json";
       headers["content-length"] = String(payload.length);
     }
-    if (this.h2 && !this.h2.refused) {
-      try {
-        return await this.h2.request(method, path, headers, payload, signal);
-      } catch (e) {
-        if (!(e instanceof H2Refused)) throw signal.aborted ? timeout() : unreachable(e as Error);
-        this.onHttp1?.(e.message);
-        this.onHttp1 = undefined;
-      }
-    }
     const url = new URL(path, this.ep.server);
-    const mod = url.protocol === "https:" ? https : http;
-    return new Promise((resolveRes, reject) => {
-      const req = mod.request(url, { method, headers, agent: this.agent, signal }, (res) => resolveRes({ status: res.statusCode!, body: res }));
-      req.once("error", (e) => reject(signal.aborted ? timeout() : unreachable(e)));
-      req.end(payload);
+    const onHttp1 = (reason: string) => {
+      this.onHttp1?.(reason);
+      this.onHttp1 = undefined;
+    };
+    return sendRequest({ url, method, headers, payload, signal }, { h2: this.h2, http1: { agent: this.agent }, onHttp1 }).catch((e: Error) => {
+      throw failed(e, signal);
     });
   }
 }
 
+/** The body as text; a stream that breaks is the API unreachable, or the caller's deadline. */
 function readAll(res: Readable, signal: AbortSignal): Promise<string> {
-  return new Promise((resolveText, reject) => {
-    const chunks: Buffer[] = [];
-    res.on("data", (c: Buffer) => chunks.push(c));
-    res.once("end", () => resolveText(Buffer.concat(chunks).toString("utf8")));
-    res.once("error", (e) => reject(signal.aborted ? timeout() : unreachable(e)));
+  return readText(res).catch((e: Error) => {
+    throw failed(e, signal);
   });
 }
 
@@ -118,6 +109,7 @@ function statusError(code: number, text: string): KubeError {
 
 const unreachable = (e: Error) => new KubeError(0, "Unavailable", `Kubernetes API unreachable: ${failure(e)}`);
 const timeout = () => new KubeError(0, "Timeout", "request to the Kubernetes API timed out or was cancelled");
+const failed = (e: Error, signal: AbortSignal) => (signal.aborted ? timeout() : unreachable(e));
 
 /**
  * The lines of a watch stream (newline-delimited JSON). Not node:readline: loading it brings the

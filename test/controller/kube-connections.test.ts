@@ -109,16 +109,16 @@ test("one keep-alive agent per set of TLS options; a changed CA gets a new one; 
 test("one HTTP/2 connection per set of TLS options; none for plain HTTP, a proxy or no agent", () => {
   const agents = new KeepAliveAgents();
   const server = new URL("https://127.0.0.1:6443");
-  const first = agents.http2(server, new https.Agent({ ca: "CA-1", rejectUnauthorized: true }));
+  const first = agents.route(server, new https.Agent({ ca: "CA-1", rejectUnauthorized: true })).h2;
   assert.ok(first);
-  assert.equal(agents.http2(server, new https.Agent({ ca: "CA-1", rejectUnauthorized: true })), first);
-  const rotated = agents.http2(server, new https.Agent({ ca: "CA-2", rejectUnauthorized: true }));
+  assert.equal(agents.route(server, new https.Agent({ ca: "CA-1", rejectUnauthorized: true })).h2, first);
+  const rotated = agents.route(server, new https.Agent({ ca: "CA-2", rejectUnauthorized: true })).h2;
   assert.ok(rotated);
   assert.notEqual(rotated, first, "a changed CA gets a new connection");
   class ProxyAgent extends https.Agent {}
-  assert.equal(agents.http2(server, new ProxyAgent()), undefined);
-  assert.equal(agents.http2(server, undefined), undefined);
-  assert.equal(agents.http2(new URL("http://127.0.0.1:8080"), new http.Agent()), undefined);
+  assert.equal(agents.route(server, new ProxyAgent()).h2, undefined);
+  assert.equal(agents.route(server, undefined).h2, undefined);
+  assert.equal(agents.route(new URL("http://127.0.0.1:8080"), new http.Agent()).h2, undefined);
   agents.close();
 });
 
