@@ -37,6 +37,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^2\. Heal-all burst: \d+ volumes on one node, driver heal delay 5 ms, --max-inflight 32/m);
   assert.match(stdout, /^ +wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
   assert.match(stdout, /^ +Kubernetes API requests per heal +- +[\d.]+ +-$/m);
+  assert.match(stdout, /^ +again, the same sidecar warm: wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms \([\d.]+ ms - [\d.]+ ms\)$/m);
@@ -59,6 +60,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.equal(r.burst.sidecar.outcomes["HEALED"], r.burst.volumes, "every volume healed, none refused");
   assert.ok(r.burst.sidecar.peakDriverCalls <= 32, `--max-inflight 32 held: ${r.burst.sidecar.peakDriverCalls}`);
   assert.ok(r.burst.apiRequestsPerHeal > 0);
+  assert.ok(r.burst.again.wallMs > 0);
+  assert.ok(r.burst.again.apiRequestsPerHeal < r.burst.apiRequestsPerHeal, "the second burst finds its PVs in the sidecar's cache");
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);
   assert.equal(r.startup.repeated.all.length, 2);

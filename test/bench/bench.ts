@@ -231,18 +231,32 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   const sampler = sampleMemory(sidecar.pid);
   since = Date.now();
   const t0 = performance.now();
-  const answers = await Promise.all(
-    Array.from({ length: size.burst }, (_, i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS }, { deadlineMs: 120_000 })),
-  );
+  const healAll = async (what: string) => {
+    const answers = await Promise.all(
+      Array.from({ length: size.burst }, (_, i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS }, { deadlineMs: 120_000 })),
+    );
+    const outcomes: Record<string, number> = {};
+    for (const a of answers) {
+      const k = a.ok ? resultName(a.value.result) : codeName(a.code);
+      outcomes[k] = (outcomes[k] ?? 0) + 1;
+    }
+    if (outcomes["HEALED"] !== size.burst) throw new Error(`${what}: ${JSON.stringify(outcomes)}, expected ${size.burst} HEALED`);
+    return outcomes;
+  };
+  const outcomes = await healAll("burst through the sidecar");
   const wallMs = performance.now() - t0;
   const mem = sampler.stop();
   const apiRequests = await kube.counters();
-  const outcomes: Record<string, number> = {};
-  for (const a of answers) {
-    const k = a.ok ? resultName(a.value.result) : codeName(a.code);
-    outcomes[k] = (outcomes[k] ?? 0) + 1;
-  }
-  if (outcomes["HEALED"] !== size.burst) throw new Error(`burst through the sidecar: ${JSON.stringify(outcomes)}, expected ${size.burst} HEALED`);
+  const peakDriverCalls = maxOverlap(healsSince(since));
+  // The same burst once more through the same sidecar: what a long-running one does (its code
+  // compiled and optimised by V8, the PVs in its cache), beside the fresh one above, which pays
+  // V8's warm-up on these very calls while the driver-alone floor runs warm.
+  breakAll();
+  await kube.reset();
+  const t1 = performance.now();
+  await healAll("second burst through the sidecar");
+  const againMs = performance.now() - t1;
+  const againRequests = Object.values(await kube.counters()).reduce((a, b) => a + b, 0);
   return {
     burst: {
       volumes: size.burst,
@@ -251,7 +265,8 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
       maxQueue: size.burst,
       idealMs: (size.burst * HEAL_DELAY_MS) / MAX_INFLIGHT,
       direct: { wallMs: floor.wallMs, peakDriverCalls: floorPeak },
-      sidecar: { wallMs, peakDriverCalls: maxOverlap(healsSince(since)), outcomes },
+      sidecar: { wallMs, peakDriverCalls, outcomes },
+      again: { wallMs: againMs, apiRequestsPerHeal: againRequests / size.burst },
       apiRequests,
       apiRequestsPerHeal: Object.values(apiRequests).reduce((a, b) => a + b, 0) / size.burst,
     },
