@@ -27,7 +27,7 @@ import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultNa
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
 import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureCompiled } from "./build.js";
-import { startKubeChild, type KubeChild } from "./kube.js";
+import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
 import { readMemory, sampleMemory } from "./memory.js";
 import { overloadEnv, sustainedOverload } from "./overload.js";
@@ -255,7 +255,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   breakAll();
   await kube.reset();
   const again = await healAll("second burst through the sidecar");
-  const againRequests = Object.values(await kube.counters()).reduce((a, b) => a + b, 0);
+  const againRequests = requestTotal(await kube.counters());
   return {
     burst: {
       volumes: size.burst,
@@ -267,7 +267,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
       sidecar: { wallMs, peakDriverCalls, outcomes },
       again: { wallMs: again.wallMs, apiRequestsPerHeal: againRequests / size.burst },
       apiRequests,
-      apiRequestsPerHeal: Object.values(apiRequests).reduce((a, b) => a + b, 0) / size.burst,
+      apiRequestsPerHeal: requestTotal(apiRequests) / size.burst,
     },
     memory: { idleRssBytes: idle.rssBytes, peakRssBytes: mem.peakRssBytes, hwmBytes: mem.hwmBytes, samples: mem.samples },
     startup: startup(sidecar),

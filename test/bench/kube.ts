@@ -21,6 +21,11 @@ export interface KubeChild {
   stop(): Promise<void>;
 }
 
+/** How many requests `counts` holds, of the "verb resource" keys `keep` accepts (all by default). */
+export function requestTotal(counts: Record<string, number>, keep: (key: string) => boolean = () => true): number {
+  return Object.entries(counts).reduce((n, [k, v]) => (keep(k) ? n + v : n), 0);
+}
+
 export async function startKubeChild(spec: ChildSpec): Promise<KubeChild> {
   const child = fork(join(repoRoot, "test/bench/kube-child.ts"), [JSON.stringify(spec)], {
     execArgv: ["--import", "tsx"],

@@ -3,7 +3,7 @@
 // watches not counted (they are standing streams, not per-request reads).
 import { call } from "../support/grpc.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
-import type { KubeChild } from "./kube.js";
+import { requestTotal, type KubeChild } from "./kube.js";
 import { pvName } from "./volumes.js";
 
 export interface RepeatedCheckCost {
@@ -19,7 +19,7 @@ export async function repeatedCheckCost(kube: KubeChild, client: VolumeHealerCli
     await kube.reset();
     for (let i = 0; i < volumes; i++) if (!(await send(i)).ok) throw new Error(`repeated check of ${pvName(i)} failed`);
     const counts = await kube.counters();
-    return Object.entries(counts).filter(([k]) => !k.startsWith("watch ")).reduce((n, [, v]) => n + v, 0) / volumes;
+    return requestTotal(counts, (k) => !k.startsWith("watch ")) / volumes;
   };
   const health = (i: number) => call(client, client.getVolumeHealth, { pvName: pvName(i) });
   await pass(health); // the first sight of each volume reads it

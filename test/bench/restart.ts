@@ -18,7 +18,7 @@ import { metricSum } from "../demo/controller-view.js";
 import type { LoggedProcess } from "../demo/logged-process.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
 import { fleetHealRequest, fleetNode, fleetPod, fleetStubState, fleetVolumes, volumeCount, type Fleet } from "./fleet.js";
-import { startKubeChild, type KubeChild } from "./kube.js";
+import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile, runBounded } from "./load.js";
 import { readCpuMs } from "./memory.js";
@@ -85,8 +85,6 @@ export interface RestartEnv {
 
 const healthy = (c: RestartCase): VolumeSpec => ({ state: "HEALTHY", delayMs: c.healDelayMs });
 const broken = (c: RestartCase): VolumeSpec => ({ state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: c.healDelayMs });
-const sum = (r: Record<string, number>, keep: (key: string) => boolean = () => true) =>
-  Object.entries(r).reduce((n, [k, v]) => (keep(k) ? n + v : n), 0);
 const sumCpu = (pids: number[]) => pids.reduce((n, pid) => n + readCpuMs(pid), 0);
 const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
@@ -229,10 +227,10 @@ function measure(c: RestartCase, o: Observed): RestartResult {
     apiRequests: {
       controller: controllerCounts,
       sidecars: sidecarCounts,
-      controllerPerHeal: sum(controllerCounts) / volumes,
-      controllerReadsPerHeal: sum(controllerCounts, isRead) / volumes,
-      sidecarsPerHeal: sum(sidecarCounts, isHealPath) / volumes,
-      sidecarsPerRestart: sum(sidecarCounts, (k) => !isHealPath(k)) / c.fleet.nodes,
+      controllerPerHeal: requestTotal(controllerCounts) / volumes,
+      controllerReadsPerHeal: requestTotal(controllerCounts, isRead) / volumes,
+      sidecarsPerHeal: requestTotal(sidecarCounts, isHealPath) / volumes,
+      sidecarsPerRestart: requestTotal(sidecarCounts, (k) => !isHealPath(k)) / c.fleet.nodes,
     },
   };
 }
