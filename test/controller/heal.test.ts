@@ -92,6 +92,95 @@ test("queue: busy while work runs or waits; idle() resolves when the last item f
   assert.deepEqual(log.slice(-2), ["run c", "drop d"]);
 });
 
+/**
+ * The queue's rule stated the plain way: one list in arrival order; the next item is the first of
+ * the best priority whose node has a free slot. The queue keeps per-node queues and a heap
+ * instead, so that it never scans other nodes' items; it must choose exactly as this does.
+ */
+class ScannedQueue {
+  private readonly queued: WorkItem[] = [];
+  private readonly runningByNode = new Map<string, number>();
+  private running = 0;
+  constructor(private readonly bounds: { perNode: number; global: number }) {}
+  add(item: WorkItem): void {
+    this.queued.push(item);
+    this.pump();
+  }
+  supersede(nodeKey: string, generation: number): number {
+    const drop = this.queued.filter((i) => i.nodeKey === nodeKey && i.generation < generation);
+    for (const i of drop) this.queued.splice(this.queued.indexOf(i), 1);
+    for (const i of drop) i.dropped();
+    return drop.length;
+  }
+  clear(): number {
+    const drop = this.queued.splice(0);
+    for (const i of drop) i.dropped();
+    return drop.length;
+  }
+  private pump(): void {
+    while (this.running < this.bounds.global) {
+      const idx = this.queued.reduce<number>((best, item, i) => {
+        if ((this.runningByNode.get(item.nodeKey) ?? 0) >= this.bounds.perNode) return best;
+        return best < 0 || item.priority < this.queued[best]!.priority ? i : best;
+      }, -1);
+      if (idx < 0) return;
+      const [item] = this.queued.splice(idx, 1);
+      this.running++;
+      this.runningByNode.set(item!.nodeKey, (this.runningByNode.get(item!.nodeKey) ?? 0) + 1);
+      const finish = () => {
+        this.running--;
+        this.runningByNode.set(item!.nodeKey, this.runningByNode.get(item!.nodeKey)! - 1);
+        this.pump();
+      };
+      item!.run().then(finish, finish);
+    }
+  }
+}
+
+test("queue: runs and drops in exactly the order of one list scanned oldest first (random work over many nodes)", async () => {
+  let seed = 12345;
+  // The high bits of a linear congruential generator (its low bits repeat with a short period).
+  const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor((seed / 2 ** 31) * n));
+  for (const bounds of [{ perNode: 2, global: 5 }, { perNode: 3, global: 3 }, { perNode: 1, global: 8 }]) {
+    const queues = { heap: new WorkQueue(bounds), scanned: new ScannedQueue(bounds) };
+    const logs = { heap: [] as string[], scanned: [] as string[] };
+    const release = { heap: new Map<string, () => void>(), scanned: new Map<string, () => void>() };
+    const generation = new Map<string, number>();
+    for (let step = 0; step < 3000; step++) {
+      const op = random(10);
+      const node = `n${random(12)}`;
+      if (op < 6) {
+        const name = `i${step}`;
+        const priority = random(2);
+        const gen = generation.get(node) ?? 1;
+        for (const k of ["heap", "scanned"] as const) {
+          let done!: () => void;
+          const finished = new Promise<void>((r) => (done = r));
+          queues[k].add({ nodeKey: node, priority, generation: gen, run: () => (logs[k].push(`run ${name}`), release[k].set(name, done), finished), dropped: () => logs[k].push(`drop ${name}`) });
+        }
+      } else if (op < 9) {
+        const names = [...release.scanned.keys()];
+        if (names.length === 0) continue;
+        const name = names[random(names.length)]!;
+        for (const k of ["heap", "scanned"] as const) {
+          release[k].get(name)!();
+          release[k].delete(name);
+        }
+      } else if (random(25) === 0) {
+        assert.equal(queues.heap.clear(), queues.scanned.clear(), `step ${step}: items cleared`);
+      } else {
+        const gen = (generation.get(node) ?? 1) + 1;
+        generation.set(node, gen);
+        assert.equal(queues.heap.supersede(node, gen), queues.scanned.supersede(node, gen), `step ${step}: items dropped`);
+      }
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(logs.heap, logs.scanned, `step ${step}, bounds ${JSON.stringify(bounds)}`);
+    }
+    const count = (what: string) => logs.heap.filter((l) => l.startsWith(what)).length;
+    assert.ok(count("run") > 500 && count("drop") > 50, `the walk ran (${count("run")}) and dropped (${count("drop")}) enough to mean something`);
+  }
+});
+
 // ---- one pass ----------------------------------------------------------------------------------
 
 const SIDECAR: SidecarInfo = { key: "csi/n1", namespace: "csi", name: "n1", uid: "u", driver: "drv", endpoint: "127.0.0.1:1", nodeId: "n1", annotations: {}, deleting: false };
