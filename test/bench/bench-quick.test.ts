@@ -28,6 +28,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +API requests per healed volume: controller +[\d.]+ +[\d.]+$/m);
   assert.match(stdout, /^ +API requests per healed volume: sidecars \(PV, VA, \.\.\.\) +[\d.]+ +[\d.]+$/m);
   assert.match(stdout, /^ +(met|NOT met) +\d+ volumes, 1 node: drivers back -> last HEALED <= 1\.5x the floor: [\d.]+x$/m);
+  assert.match(stdout, /^ +the controller's work queue at cluster scale: 5,000 checks queued at once \(100 nodes x 50 volumes.*all ran in [\d.]+ ms, the event loop held at most [\d.]+ ms$/m);
   assert.match(stdout, /^1\. Relay overhead: GetVolumeHealth/m);
   for (const c of [1, 64]) {
     for (const measure of ["p50 latency", "p99 latency", "throughput"]) {
@@ -61,6 +62,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(r.burst.sidecar.peakDriverCalls <= 32, `--max-inflight 32 held: ${r.burst.sidecar.peakDriverCalls}`);
   assert.ok(r.burst.apiRequestsPerHeal > 0);
   assert.ok(r.burst.again.wallMs > 0);
+  assert.equal(r.controllerQueue.nodes * r.controllerQueue.volumesPerNode, 5000);
+  assert.ok(r.controllerQueue.wallMs > 0 && r.controllerQueue.maxStallMs >= 0);
   assert.ok(r.burst.again.apiRequestsPerHeal < r.burst.apiRequestsPerHeal, "the second burst finds its PVs in the sidecar's cache");
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);

@@ -37,6 +37,7 @@ import { repeatedCheckCost } from "./repeated.js";
 import { soak } from "./soak.js";
 import type { RestartResults } from "./report-restart.js";
 import { restartHeal } from "./restart.js";
+import { queueAtScale } from "./queue-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
 const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]
@@ -54,6 +55,7 @@ const FULL = {
   soakMinutes: 2,
   soak: { restartEveryMs: 20_000, outageMs: 3_000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 500 }, fleet: { nodes: 20, volumesPerNode: 50 } },
+  queueScale: { nodes: 1000, volumesPerNode: 50 },
   starts: 7,
 };
 const QUICK: Size = {
@@ -65,6 +67,7 @@ const QUICK: Size = {
   soakMinutes: 0.2,
   soak: { restartEveryMs: 5_000, outageMs: 1_000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 40 }, fleet: { nodes: 3, volumesPerNode: 10 } },
+  queueScale: { nodes: 100, volumesPerNode: 50 },
   starts: 2,
 };
 /** The healer controller's own defaults, kept by the floor too. */
@@ -300,6 +303,9 @@ async function main(): Promise<number> {
   let ok = false;
   cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
   const restart = await restartHeals(dir, size);
+  const { nodes, volumesPerNode } = size.queueScale;
+  progress(`the controller's work queue: ${nodes} nodes x ${volumesPerNode} volumes queued at once`);
+  const controllerQueue = await queueAtScale(nodes, volumesPerNode, { perNode: CONTROLLER_BOUNDS.perNodeConcurrency, global: CONTROLLER_BOUNDS.maxConcurrentHeals });
 
   progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
   const kube = await startKubeChild({ seed: { volumes: size.volumes } });
@@ -341,6 +347,7 @@ async function main(): Promise<number> {
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup, repeated: started },
     overload: overloaded,
     restartHeal: restart,
+    controllerQueue,
     apiRequestsPerRepeatedCheck: relay.repeated.perHealthCheck,
     repeatedCheck: relay.repeated,
     reconnectMs: soaked.reconnectMs.length > 0 ? Math.max(...soaked.reconnectMs) : null,

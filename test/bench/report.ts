@@ -7,6 +7,7 @@ import { mib } from "./memory.js";
 import { renderRestart, type RestartResults } from "./report-restart.js";
 import type { SoakResults } from "./soak.js";
 import type { RepeatedCheckCost } from "./repeated.js";
+import type { QueueScale } from "./queue-scale.js";
 
 export interface Startup {
   /** Our spawn() to the sidecar's "ready: SERVING" log line. */
@@ -50,6 +51,8 @@ export interface Results {
   };
   /** The headline: time to heal after a node-plugin restart, through the healer controller. */
   restartHeal: RestartResults;
+  /** The controller's work queue with a first pass over a large cluster queued at once (queue-scale.ts). */
+  controllerQueue: QueueScale;
   overload: OverloadResult;
   /** API requests per GetVolumeHealth of a volume already checked (see repeated.ts). */
   apiRequestsPerRepeatedCheck: number;
@@ -63,6 +66,14 @@ export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(
 const perS = (v: number) => `${Math.round(v).toLocaleString("en-US")}/s`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 const MiB = (bytes: number) => `${mib(bytes).toFixed(1)} MiB`;
+
+function renderQueueScale(q: QueueScale): string {
+  const n = (q.nodes * q.volumesPerNode).toLocaleString("en-US");
+  return (
+    `   the controller's work queue at cluster scale: ${n} checks queued at once (${q.nodes} nodes x ${q.volumesPerNode} volumes, a node per turn of the event loop, ` +
+    `${q.bounds.perNode} per node, ${q.bounds.global} in all), each answered in the turn after it started: all ran in ${ms(q.wallMs)}, the event loop held at most ${ms(q.maxStallMs)}`
+  );
+}
 
 export function renderTables(r: Results): string {
   const relayRows = r.relay.flatMap(({ concurrency: c, direct: d, sidecar: s }) => [
@@ -110,6 +121,7 @@ export function renderTables(r: Results): string {
     `sidecar: node ${r.sidecar.entry} (${r.sidecar.build})` + (m.workDir ? `; sockets, state files and logs in ${m.workDir}` : ""),
     "",
     renderRestart(r.restartHeal),
+    renderQueueScale(r.controllerQueue),
     "",
     `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
     formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct"], relayRows),
