@@ -16,6 +16,7 @@ import type { Logger } from "../../common/log/logger.js";
 import { volumesOfSidecar } from "../plan/volumes.js";
 import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
 import type { ClusterEvents, ClusterView } from "./api.js";
+import { AttachmentIndex } from "./attachment-index.js";
 import { Informer } from "./informer.js";
 
 interface CSIAddonsNode extends KubernetesObject {
@@ -66,8 +67,7 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
   private readonly k8sNodeInf: Informer<V1Node>;
   private readonly pvByHandleIdx = new Map<string, PvInfo>();
   private readonly pvByNameIdx = new Map<string, PvInfo>();
-  /** VolumeAttachments by spec.nodeName, by object name. */
-  private readonly vaByNode = new Map<string, Map<string, AttachmentInfo>>();
+  private readonly attachments = new AttachmentIndex();
 
   constructor(kc: KubeConfig, namespace: string | undefined, logger: Logger) {
     super();
@@ -99,12 +99,8 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
     });
     this.vaInf.on("change", (type, o) => {
       const name = o.metadata?.name ?? "";
-      for (const m of this.vaByNode.values()) m.delete(name);
-      if (type === "delete") return;
-      const va = toAttachment(o);
-      let m = this.vaByNode.get(va.nodeName);
-      if (!m) this.vaByNode.set(va.nodeName, (m = new Map()));
-      m.set(name, va);
+      if (type === "delete") this.attachments.delete(name);
+      else this.attachments.set(name, toAttachment(o));
     });
     this.nodesInf.on("change", (type, o) => this.emit("sidecar", type, toSidecar(o)));
   }
@@ -131,7 +127,7 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
 
   volumesOf(s: SidecarInfo): PvInfo[] {
     return volumesOfSidecar(s, {
-      attachments: [...(this.vaByNode.get(s.nodeId)?.values() ?? [])],
+      attachments: this.attachments.onNode(s.nodeId),
       volumesInUse: this.k8sNodeInf.get(s.nodeId)?.status?.volumesInUse ?? [],
       pvByName: (n) => this.pvByNameIdx.get(n),
       pvByHandle: (d, h) => this.pvByHandleIdx.get(handleKey(d, h)),
