@@ -1,13 +1,25 @@
 // LIST: selectors, limit/continue pagination over one consistent snapshot (the revision of the
 // first page, as etcd-backed lists are), resourceVersionMatch=Exact, and 410 Expired once that
 // revision has been compacted out of the history.
-import { metaOf, type Obj } from "./json.js";
+import { clone, metaOf, type Obj } from "./json.js";
 import type { Ops } from "./ops.js";
 import { apiVersionOf, type ResourceType, storageKey } from "./resources.js";
 import { fieldSelector, labelSelector } from "./selectors.js";
 import { badRequest, expired } from "./status.js";
 
 interface ContinueToken { v: string; rv: number; start: string }
+
+/** The first index whose key is >= `start` (the range is in key order). */
+function firstAtOrAfter(range: readonly (readonly [string, Obj])[], start: string): number {
+  let lo = 0;
+  let hi = range.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (range[mid]![0] < start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
 
 const keyOf = (o: Obj) => `${String(metaOf(o).namespace ?? "")}/${String(metaOf(o).name)}`;
 
@@ -45,28 +57,34 @@ export function listObjects(ops: Ops, t: ResourceType, ns: string | undefined, q
     rv = Number(q.get("resourceVersion"));
     if (!Number.isInteger(rv) || rv <= 0) throw badRequest("resourceVersionMatch=Exact needs a resourceVersion");
   }
-  const snapshot = rv === ops.store.currentRv() ? ops.store.list(key) : ops.store.listAt(key, rv);
+  const snapshot = ops.store.range(key, rv);
   if (!snapshot)
     throw cont ? expired(tooOldContinue) : expired(`too old resource version: ${rv} (${ops.store.oldestAvailableRv + 1})`);
 
-  const matching = snapshot
-    .filter((o) => ns === undefined || metaOf(o).namespace === ns)
-    .filter((o) => keyOf(o) >= start)
-    .filter((o) => byLabel(o) && byField(o));
-  const page = limit > 0 ? matching.slice(0, limit) : matching;
-  const rest = matching.length - page.length;
+  // As etcd reads a range: from the continue key on, only as far as the page needs (then on, to
+  // count or find what remains); nothing is copied but the page.
+  const matches = ([k, o]: readonly [string, Obj]) => (ns === undefined || k.startsWith(`${ns}/`)) && byLabel(o) && byField(o);
+  const page: Obj[] = [];
+  let rest = 0;
+  const counting = !q.get("labelSelector") && !q.get("fieldSelector");
+  for (let i = firstAtOrAfter(snapshot, start); i < snapshot.length; i++) {
+    if (!matches(snapshot[i]!)) continue;
+    if (limit === 0 || page.length < limit) page.push(snapshot[i]![1]);
+    else if (rest++ === 0 && !counting) break;
+  }
 
   const metadata: Obj = { resourceVersion: String(rv) };
   if (rest > 0) {
     metadata.continue = encodeContinue(rv, keyOf(page[page.length - 1]));
     // The real server only knows the remaining count when no selector filters the range.
-    if (!q.get("labelSelector") && !q.get("fieldSelector")) metadata.remainingItemCount = rest;
+    if (counting) metadata.remainingItemCount = rest;
   }
   // Typed (built-in) lists carry no apiVersion/kind per item; unstructured (custom) ones do.
-  const items = page.map((o) => {
+  const items = page.map((stored) => {
+    const o = clone(stored);
     if (t.custom) return ops.present(t, o);
-    const { apiVersion: _a, kind: _k, ...rest } = o;
-    return rest;
+    const { apiVersion: _a, kind: _k, ...fields } = o;
+    return fields;
   });
   return { apiVersion: apiVersionOf(t), kind: t.listKind, metadata, items };
 }

@@ -24,6 +24,7 @@ export interface Watcher {
 }
 
 const objKey = (ns: string | undefined, name: string) => `${ns ?? ""}/${name}`;
+const byKey = ([a]: readonly [string, Obj], [b]: readonly [string, Obj]) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class Store {
   private rv = 0;
@@ -33,6 +34,8 @@ export class Store {
   private compactedRv = 0;
   private readonly watchers = new Set<Watcher>();
   private readonly listeners: ((e: StoreEvent) => void)[] = [];
+  /** Each resource's objects in key order, kept until it next changes (a paginated list reads it page after page). */
+  private readonly ordered = new Map<string, readonly (readonly [string, Obj])[]>();
 
   constructor(private readonly historyLimit = 1000) {}
 
@@ -50,12 +53,32 @@ export class Store {
 
   /** Objects in key order (namespace, then name), as etcd returns a range. */
   list(key: string, ns?: string): Obj[] {
-    const m = this.data.get(key);
-    if (!m) return [];
-    return [...m.entries()]
+    return this.range(key)!
       .filter(([k]) => ns === undefined || k.startsWith(`${ns}/`))
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, o]) => clone(o));
+  }
+
+  /**
+   * The objects of `key` at revision `rv` (default: now) in key order, with their keys
+   * ("namespace/name"), NOT copied: the caller only reads them and copies what it returns.
+   * undefined when that revision has been compacted away.
+   */
+  range(key: string, rv = this.rv): readonly (readonly [string, Obj])[] | undefined {
+    if (rv === this.rv) {
+      let r = this.ordered.get(key);
+      if (!r) this.ordered.set(key, (r = [...(this.data.get(key) ?? new Map<string, Obj>()).entries()].sort(byKey)));
+      return r;
+    }
+    if (rv < this.compactedRv) return undefined;
+    const state = new Map(this.range(key)!);
+    for (let i = this.history.length - 1; i >= 0 && this.history[i].rv > rv; i--) {
+      const e = this.history[i];
+      if (e.key !== key) continue;
+      const k = objKey(e.namespace || undefined, e.name);
+      if (e.prev) state.set(k, e.prev);
+      else state.delete(k);
+    }
+    return [...state.entries()].sort(byKey);
   }
 
   count(key: string, ns?: string): number {
@@ -67,17 +90,7 @@ export class Store {
    * consistent snapshot); undefined when that revision has been compacted away.
    */
   listAt(key: string, rv: number): Obj[] | undefined {
-    if (rv < this.compactedRv) return undefined;
-    const state = new Map<string, Obj>();
-    for (const o of this.list(key)) state.set(objKey(metaOf(o).namespace as string | undefined, String(metaOf(o).name)), o);
-    for (let i = this.history.length - 1; i >= 0 && this.history[i].rv > rv; i--) {
-      const e = this.history[i];
-      if (e.key !== key) continue;
-      const k = objKey(e.namespace || undefined, e.name);
-      if (e.prev) state.set(k, clone(e.prev));
-      else state.delete(k);
-    }
-    return [...state.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+    return this.range(key, rv)?.map(([, o]) => clone(o));
   }
 
   /** Events of `key` after `rv`, or undefined when some of them were compacted (→ 410 Gone). */
@@ -97,6 +110,7 @@ export class Store {
     const stored = clone(obj);
     metaOf(stored).resourceVersion = String(++this.rv);
     m.set(objKey(ns, name), stored);
+    this.ordered.delete(key);
     this.emit({ rv: this.rv, type: prev ? "MODIFIED" : "ADDED", key, namespace: ns ?? "", name, object: clone(stored), prev: clone(prev) });
     return clone(stored);
   }
@@ -111,6 +125,7 @@ export class Store {
     const prev = m?.get(objKey(ns, name));
     if (!m || !prev) return undefined;
     m.delete(objKey(ns, name));
+    this.ordered.delete(key);
     const gone = clone(finalState ?? prev);
     metaOf(gone).resourceVersion = String(++this.rv);
     this.emit({ rv: this.rv, type: "DELETED", key, namespace: ns ?? "", name, object: clone(gone), prev: clone(prev) });
