@@ -18,6 +18,8 @@ import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
 import type { ClusterEvents, ClusterView } from "./api.js";
 import { AttachmentIndex } from "./attachment-index.js";
 import { Informer } from "./informer.js";
+import type { PageFn } from "./paged-list.js";
+import { slimAttachment, slimNode, slimPv } from "./slim.js";
 
 interface CSIAddonsNode extends KubernetesObject {
   spec?: { driver?: { name?: string; endpoint?: string; nodeID?: string } };
@@ -42,7 +44,7 @@ export function toSidecar(o: CSIAddonsNode): SidecarInfo {
   };
 }
 
-function toPv(o: V1PersistentVolume): PvInfo | undefined {
+export function toPv(o: V1PersistentVolume): PvInfo | undefined {
   const csi = o.spec?.csi;
   if (!csi || !o.metadata?.name) return undefined;
   const c = o.spec?.claimRef;
@@ -56,7 +58,7 @@ function toPv(o: V1PersistentVolume): PvInfo | undefined {
   };
 }
 
-function toAttachment(o: V1VolumeAttachment): AttachmentInfo {
+export function toAttachment(o: V1VolumeAttachment): AttachmentInfo {
   return { attacher: o.spec.attacher, nodeName: o.spec.nodeName, pvName: o.spec.source.persistentVolumeName, attached: o.status?.attached === true };
 }
 
@@ -77,15 +79,15 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
     const group = "csiaddons.openshift.io";
     const version = "v1alpha1";
     const plural = "csiaddonsnodes";
-    const listNodes = () =>
+    const listNodes: PageFn<CSIAddonsNode> = (page) =>
       (namespace
-        ? custom.listNamespacedCustomObject({ group, version, plural, namespace })
-        : custom.listClusterCustomObject({ group, version, plural })) as Promise<KubernetesListObject<CSIAddonsNode>>;
+        ? custom.listNamespacedCustomObject({ group, version, plural, namespace, ...page })
+        : custom.listClusterCustomObject({ group, version, plural, ...page })) as Promise<KubernetesListObject<CSIAddonsNode>>;
     const nodesPath = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
     this.nodesInf = new Informer(kc, nodesPath, listNodes, logger);
-    this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", () => storage.listVolumeAttachment(), logger);
-    this.pvInf = new Informer(kc, "/api/v1/persistentvolumes", () => core.listPersistentVolume(), logger);
-    this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", () => core.listNode(), logger);
+    this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", (p) => storage.listVolumeAttachment(p), logger, slimAttachment);
+    this.pvInf = new Informer(kc, "/api/v1/persistentvolumes", (p) => core.listPersistentVolume(p), logger, slimPv);
+    this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", (p) => core.listNode(p), logger, slimNode);
 
     this.pvInf.on("change", (type, o) => {
       const old = this.pvByNameIdx.get(o.metadata?.name ?? "");

@@ -2,12 +2,40 @@
 // stops on any other error (API server restarted, connection refused); this restarts it with
 // backoff, resuming from the last resourceVersion it saw.
 import { EventEmitter } from "node:events";
-import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from "@kubernetes/client-node";
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { Backoff, delay } from "../../common/util/delay.js";
 import type { Logger } from "../../common/log/logger.js";
+import { listInPages, type PageFn } from "./paged-list.js";
 
 export interface InformerEvents<T> {
   change: [type: "add" | "update" | "delete", obj: T];
+}
+
+/**
+ * What the cache keeps of each object, as client-go's SetTransform: the fields the controller
+ * reads, and metadata.name, namespace and resourceVersion, by which client-node's ListWatch tells
+ * after a relist what changed or went away. Applied before the cache, to listed and watched
+ * objects alike: a large cluster's PVs and VolumeAttachments are kept as a few strings each.
+ */
+export type Transform<T> = (o: T) => T;
+
+/** client-node's Watch, handing the ListWatch each watched object transformed (errors and bookmarks as they come). */
+class TransformingWatch<T extends KubernetesObject> extends Watch {
+  constructor(kc: KubeConfig, private readonly transform: Transform<T>) {
+    super(kc);
+  }
+
+  override watch(
+    path: string,
+    query: Parameters<Watch["watch"]>[1],
+    callback: (phase: string, obj: unknown, watchObj?: unknown) => void,
+    done: (err: unknown) => void,
+  ): Promise<AbortController> {
+    return super.watch(path, query, (phase, obj, watchObj) => {
+      const change = phase === "ADDED" || phase === "MODIFIED" || phase === "DELETED";
+      callback(phase, change ? this.transform(obj as T) : obj, watchObj);
+    }, done);
+  }
 }
 
 export class Informer<T extends KubernetesObject> extends EventEmitter<InformerEvents<T>> {
@@ -19,11 +47,13 @@ export class Informer<T extends KubernetesObject> extends EventEmitter<InformerE
   constructor(
     kc: KubeConfig,
     readonly path: string,
-    list: () => Promise<KubernetesListObject<T>>,
+    page: PageFn<T>,
     private readonly logger: Logger,
+    transform?: Transform<T>,
   ) {
     super();
-    this.lw = new ListWatch<T>(path, new Watch(kc), list, false);
+    const watch = transform ? new TransformingWatch(kc, transform) : new Watch(kc);
+    this.lw = new ListWatch<T>(path, watch, () => listInPages(page, transform), false);
     for (const type of ["add", "update", "delete"] as const) {
       this.lw.on(type, (o: T) => {
         this.backoff.reset();
