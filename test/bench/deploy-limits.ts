@@ -1,15 +1,22 @@
-// The sidecar container's memory settings as deploy/ states them: NODE_OPTIONS (the V8 heap caps)
-// and resources.limits.memory. Looked up by shape, not by file: every YAML document below deploy/
-// is searched for a container named csi-addons-healer (a DaemonSet, or a kustomize patch of one),
-// so the bench follows the manifests wherever they are arranged.
+// A container's memory settings as deploy/ states them: NODE_OPTIONS (the V8 heap caps) and
+// resources.limits.memory, of the sidecar or of the healer controller. Looked up by shape, not by
+// file: every YAML document below deploy/ is searched for the sidecar's container (named
+// csi-addons-healer, in a DaemonSet or a kustomize patch of one) or the controller's (the one
+// that runs csi-addons-healer-controller), so the bench follows the manifests wherever they are.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { deployDir, listYamlFiles, parseYamlDocuments } from "../deploy/load.js";
 
 export const SIDECAR_CONTAINER = "csi-addons-healer";
+const CONTROLLER_ENTRY = "csi-addons-healer-controller.js";
+
+const isContainer: Record<"sidecar" | "controller", (o: Record<string, unknown>) => boolean> = {
+  sidecar: (o) => o["name"] === SIDECAR_CONTAINER,
+  controller: (o) => Array.isArray(o["command"]) && (o["command"] as unknown[]).some((c) => typeof c === "string" && c.endsWith(CONTROLLER_ENTRY)),
+};
 
 export interface DeployLimits {
-  /** NODE_OPTIONS of the sidecar container, e.g. "--max-old-space-size=96 --max-semi-space-size=2". */
+  /** NODE_OPTIONS of the container, e.g. "--max-old-space-size=96 --max-semi-space-size=2". */
   nodeOptions: string;
   /** The container's memory limit in bytes, and as written. */
   limitBytes: number;
@@ -20,14 +27,14 @@ export interface DeployLimits {
 
 type Json = Record<string, unknown>;
 
-export function readDeployLimits(): DeployLimits {
+export function readDeployLimits(which: "sidecar" | "controller" = "sidecar"): DeployLimits {
   let nodeOptions: { value: string; file: string } | undefined;
   let limit: { value: string; file: string } | undefined;
   const visit = (node: unknown, file: string): void => {
     if (Array.isArray(node)) return node.forEach((n) => visit(n, file));
     if (node === null || typeof node !== "object") return;
     const o = node as Json;
-    if (o["name"] === SIDECAR_CONTAINER) {
+    if (isContainer[which](o)) {
       const env = Array.isArray(o["env"]) ? (o["env"] as Json[]) : [];
       const opts = env.find((e) => e["name"] === "NODE_OPTIONS")?.["value"];
       if (typeof opts === "string") nodeOptions ??= { value: opts, file };
@@ -40,7 +47,7 @@ export function readDeployLimits(): DeployLimits {
     for (const doc of parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file)) visit(doc, file);
   }
   if (!nodeOptions || !limit) {
-    throw new Error(`deploy/ has no ${SIDECAR_CONTAINER} container with ${!nodeOptions ? "env NODE_OPTIONS" : "resources.limits.memory"}`);
+    throw new Error(`deploy/ has no ${which} container with ${!nodeOptions ? "env NODE_OPTIONS" : "resources.limits.memory"}`);
   }
   return { nodeOptions: nodeOptions.value, limit: limit.value, limitBytes: quantityBytes(limit.value), files: [...new Set([nodeOptions.file, limit.file])] };
 }

@@ -11,7 +11,9 @@ import { repoRoot, tempDir } from "../support/proc.js";
 import { readDeployLimits } from "./deploy-limits.js";
 
 export const SIDECAR_BUNDLE = "dist/csi-addons-sidecar.mjs";
-export const SIDECAR_NODE_FLAGS: readonly string[] = readDeployLimits().nodeOptions.split(/\s+/).filter(Boolean);
+export const SIDECAR_NODE_FLAGS: readonly string[] = readDeployLimits("sidecar").nodeOptions.split(/\s+/).filter(Boolean);
+/** The V8 flags deploy/ gives the healer controller's container. */
+export const CONTROLLER_NODE_FLAGS: readonly string[] = readDeployLimits("controller").nodeOptions.split(/\s+/).filter(Boolean);
 
 /** The sidecar stage's ENV instructions (the last stage is the sidecar image). */
 const IMAGE_ENV: Readonly<Record<string, string>> = Object.fromEntries(
