@@ -29,6 +29,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +API requests per healed volume: sidecars \(PV, VA, \.\.\.\) +[\d.]+ +[\d.]+$/m);
   assert.match(stdout, /^ +(met|NOT met) +\d+ volumes, 1 node: drivers back -> last HEALED <= 1\.5x the floor: [\d.]+x$/m);
   assert.match(stdout, /^ +the controller's work queue at cluster scale: 5,000 checks queued at once \(100 nodes x 50 volumes.*all ran in [\d.]+ ms, the event loop held at most [\d.]+ ms$/m);
+  assert.match(stdout, /^ +the controller's informers at cluster scale: 20 Nodes, 1,000 PVs and 1,000 VolumeAttachments as a cluster writes them, NODE_OPTIONS="--max-old-space-size=\d+.*listed in [\d.]+ ms; RSS [\d.]+ MiB after, [\d.]+ MiB at the peak \(\d+% of deploy\/'s \d+Mi\); V8 heap in use [\d.]+ MiB$/m);
   assert.match(stdout, /^1\. Relay overhead: GetVolumeHealth/m);
   for (const c of [1, 64]) {
     for (const measure of ["p50 latency", "p99 latency", "throughput"]) {
@@ -64,6 +65,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(r.burst.again.wallMs > 0);
   assert.equal(r.controllerQueue.nodes * r.controllerQueue.volumesPerNode, 5000);
   assert.ok(r.controllerQueue.wallMs > 0 && r.controllerQueue.maxStallMs >= 0);
+  assert.ok(r.controllerScale.hwmBytes >= r.controllerScale.rssBytes && r.controllerScale.heapUsedBytes > 0 && r.controllerScale.syncMs > 0);
   assert.ok(r.burst.again.apiRequestsPerHeal < r.burst.apiRequestsPerHeal, "the second burst finds its PVs in the sidecar's cache");
   assert.ok(r.memory.peakRssBytes >= r.memory.idleRssBytes && r.memory.idleRssBytes > 0);
   assert.ok(r.startup.burstSidecar.processStartToServingMs >= r.startup.burstSidecar.driverReadyToServingMs);

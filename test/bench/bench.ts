@@ -38,6 +38,7 @@ import { soak } from "./soak.js";
 import type { RestartResults } from "./report-restart.js";
 import { restartHeal } from "./restart.js";
 import { queueAtScale } from "./queue-scale.js";
+import { controllerAtScale } from "./controller-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
 const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]
@@ -56,6 +57,7 @@ const FULL = {
   soak: { restartEveryMs: 20_000, outageMs: 3_000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 500 }, fleet: { nodes: 20, volumesPerNode: 50 } },
   queueScale: { nodes: 1000, volumesPerNode: 50 },
+  controllerScale: { nodes: 1000, volumesPerNode: 50 },
   starts: 7,
 };
 const QUICK: Size = {
@@ -68,6 +70,7 @@ const QUICK: Size = {
   soak: { restartEveryMs: 5_000, outageMs: 1_000 },
   restart: { oneNode: { nodes: 1, volumesPerNode: 40 }, fleet: { nodes: 3, volumesPerNode: 10 } },
   queueScale: { nodes: 100, volumesPerNode: 50 },
+  controllerScale: { nodes: 20, volumesPerNode: 50 },
   starts: 2,
 };
 /** The healer controller's own defaults, kept by the floor too. */
@@ -306,6 +309,9 @@ async function main(): Promise<number> {
   const { nodes, volumesPerNode } = size.queueScale;
   progress(`the controller's work queue: ${nodes} nodes x ${volumesPerNode} volumes queued at once`);
   const controllerQueue = await queueAtScale(nodes, volumesPerNode, { perNode: CONTROLLER_BOUNDS.perNodeConcurrency, global: CONTROLLER_BOUNDS.maxConcurrentHeals });
+  const cs = size.controllerScale;
+  progress(`the controller's informers at cluster scale: ${cs.nodes} nodes x ${cs.volumesPerNode} volumes, objects as a cluster writes them`);
+  const controllerScale = await controllerAtScale(cs, { dir, cleanup });
 
   progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
   const kube = await startKubeChild({ seed: { volumes: size.volumes } });
@@ -348,6 +354,7 @@ async function main(): Promise<number> {
     overload: overloaded,
     restartHeal: restart,
     controllerQueue,
+    controllerScale,
     apiRequestsPerRepeatedCheck: relay.repeated.perHealthCheck,
     repeatedCheck: relay.repeated,
     reconnectMs: soaked.reconnectMs.length > 0 ? Math.max(...soaked.reconnectMs) : null,

@@ -9,8 +9,8 @@ import { fleetSeed, type Fleet } from "./fleet.js";
 import { stopOnSignal } from "../kube/stop-on-signal.js";
 
 export interface ChildSpec {
-  /** What to seed: `volumes` PVs on the fixtures' one node, or a fleet of nodes. */
-  seed: { volumes: number } | { fleet: Fleet };
+  /** What to seed: `volumes` PVs on the fixtures' one node, or a fleet of nodes (`asWritten`: see fleetSeed). */
+  seed: { volumes: number } | { fleet: Fleet; asWritten?: boolean };
   /** Extra identities (name → username), each with a token and a kubeconfig of its own. */
   identities?: Record<string, string>;
 }
@@ -25,7 +25,7 @@ export type FromChild =
 
 const send = (m: FromChild) => process.send!(m);
 const spec = JSON.parse(process.argv[2]!) as ChildSpec;
-const api = await startKubeApi({ tls: true, ...("fleet" in spec.seed ? fleetSeed(spec.seed.fleet) : seedObjects(spec.seed.volumes)) });
+const api = await startKubeApi({ tls: true, ...("fleet" in spec.seed ? fleetSeed(spec.seed.fleet, spec.seed.asWritten) : seedObjects(spec.seed.volumes)) });
 const kubeconfigs: Record<string, string> = {};
 for (const [name, username] of Object.entries(spec.identities ?? {})) {
   const token = randomBytes(24).toString("hex");

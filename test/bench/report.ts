@@ -8,6 +8,7 @@ import { renderRestart, type RestartResults } from "./report-restart.js";
 import type { SoakResults } from "./soak.js";
 import type { RepeatedCheckCost } from "./repeated.js";
 import type { QueueScale } from "./queue-scale.js";
+import type { ControllerScale } from "./controller-scale.js";
 
 export interface Startup {
   /** Our spawn() to the sidecar's "ready: SERVING" log line. */
@@ -53,6 +54,8 @@ export interface Results {
   restartHeal: RestartResults;
   /** The controller's work queue with a first pass over a large cluster queued at once (queue-scale.ts). */
   controllerQueue: QueueScale;
+  /** The controller's memory with a large cluster in its informers (controller-scale.ts). */
+  controllerScale: ControllerScale;
   overload: OverloadResult;
   /** API requests per GetVolumeHealth of a volume already checked (see repeated.ts). */
   apiRequestsPerRepeatedCheck: number;
@@ -72,6 +75,14 @@ function renderQueueScale(q: QueueScale): string {
   return (
     `   the controller's work queue at cluster scale: ${n} checks queued at once (${q.nodes} nodes x ${q.volumesPerNode} volumes, a node per turn of the event loop, ` +
     `${q.bounds.perNode} per node, ${q.bounds.global} in all), each answered in the turn after it started: all ran in ${ms(q.wallMs)}, the event loop held at most ${ms(q.maxStallMs)}`
+  );
+}
+
+function renderControllerScale(c: ControllerScale): string {
+  const volumes = (c.nodes * c.volumesPerNode).toLocaleString("en-US");
+  return (
+    `   the controller's informers at cluster scale: ${c.nodes} Nodes, ${volumes} PVs and ${volumes} VolumeAttachments as a cluster writes them, NODE_OPTIONS="${c.nodeOptions}": ` +
+    `listed in ${ms(c.syncMs)}; RSS ${MiB(c.rssBytes)} after, ${MiB(c.hwmBytes)} at the peak (${((c.hwmBytes / c.limitBytes) * 100).toFixed(0)}% of deploy/'s ${c.limit}); V8 heap in use ${MiB(c.heapUsedBytes)}`
   );
 }
 
@@ -122,6 +133,7 @@ export function renderTables(r: Results): string {
     "",
     renderRestart(r.restartHeal),
     renderQueueScale(r.controllerQueue),
+    renderControllerScale(r.controllerScale),
     "",
     `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
     formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct"], relayRows),
