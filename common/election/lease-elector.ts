@@ -7,7 +7,8 @@
 //   by the local clock: clocks of different nodes are never compared.
 // - Writes carry the resourceVersion read, so two candidates never both win.
 // - stop() releases a held Lease (holder "", duration 1 s), so a successor takes over at its next
-//   try instead of after the lease duration (client-go's ReleaseOnCancel).
+//   try instead of after the lease duration (client-go's ReleaseOnCancel); also one taken by a
+//   write whose answer came after stop().
 import { EventEmitter } from "node:events";
 import type { Logger } from "../log/logger.js";
 import { delay } from "../util/delay.js";
@@ -69,9 +70,12 @@ export class LeaseElector extends EventEmitter<{ leading: [boolean] }> {
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.running;
-    if (!this.leading) return;
-    this.setLeading(false);
-    await this.release();
+    const held = this.leading;
+    if (held) this.setLeading(false);
+    // Also when this candidate never saw itself leading: a write that won may have been in flight
+    // when stop() came, and its Lease would otherwise wait out its duration. release() writes only
+    // a Lease that names this candidate (one read otherwise).
+    if (this.running) await this.release(held);
   }
 
   private async loop(): Promise<void> {
@@ -127,7 +131,8 @@ export class LeaseElector extends EventEmitter<{ leading: [boolean] }> {
     }
   }
 
-  private async release(): Promise<void> {
+  /** `held`: this candidate knew itself the leader, so a failure to release is worth a warning. */
+  private async release(held: boolean): Promise<void> {
     const { store, logger, lease, identity } = this.opts;
     const signal = AbortSignal.timeout(5_000);
     try {
@@ -136,7 +141,7 @@ export class LeaseElector extends EventEmitter<{ leading: [boolean] }> {
       await store.write({ ...current, holder: "", durationMs: 1_000, renewTimeMs: Date.now() }, current.resourceVersion, signal);
       logger.info("released the Lease", { lease });
     } catch (err) {
-      logger.warn("could not release the Lease; a successor takes over when it expires", { lease, error: (err as Error).message });
+      logger.log(held ? "warn" : "debug", "could not release the Lease; a successor takes over when it expires", { lease, error: (err as Error).message });
     }
   }
 }

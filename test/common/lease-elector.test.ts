@@ -53,6 +53,31 @@ test("one of two candidates leads; stop() releases, and the other takes over at 
   assert.deepEqual(seen, ["a:true", "a:false", "b:true", "b:false"]);
 });
 
+test("stop() while its winning write is in flight: the Lease it just took is released, not left to expire", async () => {
+  const store = memoryLease();
+  const write = store.write.bind(store);
+  let landed!: () => void;
+  const writing = new Promise<void>((r) => (landed = r));
+  let answer!: () => void;
+  // The first write lands in the API at once, but its answer reaches the candidate only later.
+  store.write = async (r, rv, signal) => {
+    const ok = await write(r, rv, signal);
+    landed();
+    await new Promise<void>((resolve) => (answer = resolve));
+    return ok;
+  };
+  const a = elector(store, "a");
+  a.start();
+  await writing;
+  assert.equal(store.current?.holder, "a", "the Lease is a's in the API");
+  store.write = write;
+  const stopped = a.stop();
+  answer();
+  await stopped;
+  assert.equal(a.isLeader, false);
+  assert.equal(store.current?.holder, "", "released on stop, though a never saw itself leading");
+});
+
 test("a holder that stops renewing (crash) is replaced only after the lease duration", async () => {
   const store = memoryLease();
   const now = Date.now();
