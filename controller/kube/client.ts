@@ -38,7 +38,7 @@ const agents = new KeepAliveAgents();
 const deadline = (signal: AbortSignal) => AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]);
 
 /** Request options: our deadline, a pooled connection and an optional content type. */
-function options(signal: AbortSignal, contentType?: string): ConfigurationOptions {
+export function options(signal: AbortSignal, contentType?: string): ConfigurationOptions {
   const s = deadline(signal);
   return {
     middleware: [

@@ -53,7 +53,7 @@ export class Informer<T extends KubernetesObject> extends EventEmitter<InformerE
   ) {
     super();
     const watch = transform ? new TransformingWatch(kc, transform) : new Watch(kc);
-    this.lw = new ListWatch<T>(path, watch, () => listInPages(page, transform), false);
+    this.lw = new ListWatch<T>(path, watch, () => listInPages(page, this.stopped.signal, transform), false);
     for (const type of ["add", "update", "delete"] as const) {
       this.lw.on(type, (o: T) => {
         this.backoff.reset();

@@ -8,13 +8,19 @@ import type { KubernetesListObject, KubernetesObject } from "@kubernetes/client-
 
 export const PAGE_SIZE = 500;
 
-export type PageFn<T extends KubernetesObject> = (page: { limit: number; _continue?: string }) => Promise<KubernetesListObject<T>>;
+/** One page; `signal` ends it (the informer stopping), besides the request's own deadline. */
+export type PageFn<T extends KubernetesObject> = (page: { limit: number; _continue?: string }, signal: AbortSignal) => Promise<KubernetesListObject<T>>;
 
-export async function listInPages<T extends KubernetesObject>(list: PageFn<T>, transform: (o: T) => T = (o) => o, limit = PAGE_SIZE): Promise<KubernetesListObject<T>> {
+export async function listInPages<T extends KubernetesObject>(
+  list: PageFn<T>,
+  signal: AbortSignal,
+  transform: (o: T) => T = (o) => o,
+  limit = PAGE_SIZE,
+): Promise<KubernetesListObject<T>> {
   const items: T[] = [];
   let next: string | undefined;
   for (;;) {
-    const page = await list(next === undefined ? { limit } : { limit, _continue: next });
+    const page = await list(next === undefined ? { limit } : { limit, _continue: next }, signal);
     for (const item of page.items) items.push(transform(item));
     // Typed lists name it _continue; lists of custom objects come as plain JSON.
     const meta = page.metadata as { _continue?: string; continue?: string; resourceVersion?: string } | undefined;

@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { CoreV1Api, type KubernetesListObject, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from "@kubernetes/client-node";
-import { loadKubeConfig } from "../../controller/kube/client.js";
+import { loadKubeConfig, options } from "../../controller/kube/client.js";
 import { toAttachment, toPv } from "../../controller/kube/cluster.js";
 import { Informer } from "../../controller/kube/informer.js";
 import { PAGE_SIZE, listInPages } from "../../controller/kube/paged-list.js";
@@ -55,7 +55,7 @@ test("listInPages: asks page after page with the continue token, and transforms 
     const more = i + 1 < pages.length;
     return { apiVersion: "v1", kind: "NodeList", metadata: { resourceVersion: "42", ...(more ? { _continue: String(i + 1) } : {}) }, items: pages[i]!.map((name) => ({ metadata: { name } })) };
   };
-  const got = await listInPages(list, (o) => (log.push(`transform ${o.metadata!.name}`), { metadata: { name: o.metadata!.name!.toUpperCase() } }), 2);
+  const got = await listInPages(list, AbortSignal.timeout(5_000), (o) => (log.push(`transform ${o.metadata!.name}`), { metadata: { name: o.metadata!.name!.toUpperCase() } }), 2);
   assert.deepEqual(got.items.map((o) => o.metadata!.name), ["A", "B", "C", "D", "E"]);
   assert.equal(got.metadata?.resourceVersion, "42");
   assert.deepEqual(log, ["page 0 limit 2", "transform a", "transform b", "page 1 limit 2", "transform c", "transform d", "page 2 limit 2", "transform e"]);
@@ -63,7 +63,7 @@ test("listInPages: asks page after page with the continue token, and transforms 
   // Custom objects come as plain JSON: their token is metadata.continue.
   const plain = async ({ _continue }: { limit: number; _continue?: string }) =>
     (_continue ? { metadata: { resourceVersion: "5" }, items: [{ metadata: { name: "y" } }] } : { metadata: { resourceVersion: "5", continue: "t" }, items: [{ metadata: { name: "x" } }] }) as unknown as KubernetesListObject<V1Node>;
-  assert.deepEqual((await listInPages(plain)).items.map((o) => o.metadata!.name), ["x", "y"]);
+  assert.deepEqual((await listInPages(plain, AbortSignal.timeout(5_000))).items.map((o) => o.metadata!.name), ["x", "y"]);
 });
 
 let api: KubeApi;
@@ -78,7 +78,7 @@ test("an informer lists the API in pages and keeps, of listed and watched object
   const kc = loadKubeConfig(api.kubeconfigPath);
   const core = kc.makeApiClient(CoreV1Api);
   api.counters.reset();
-  const inf = new Informer<V1PersistentVolume>(kc, "/api/v1/persistentvolumes", (p) => core.listPersistentVolume(p), createLogger("error", "json"), slimPv);
+  const inf = new Informer<V1PersistentVolume>(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, options(signal)), createLogger("error", "json"), slimPv);
   const seen: V1PersistentVolume[] = [];
   inf.on("change", (_type, o) => seen.push(o));
   try {
@@ -95,6 +95,25 @@ test("an informer lists the API in pages and keeps, of listed and watched object
     assert.ok(isSlim(inf.get("pv-new")) && isSlim(seen.at(-1)), "a watched object is cached and handed on slim too");
     assert.deepEqual(toPv(inf.get("pv-new")!), { ...toPv(fullPv("pv-new"))!, uid: inf.get("pv-new")!.metadata!.uid!, deleting: false });
   } finally {
+    inf.stop();
+  }
+});
+
+test("an informer stopped while a list page hangs ends that request at once, as the request deadline would", async () => {
+  const kc = loadKubeConfig(api.kubeconfigPath);
+  const core = kc.makeApiClient(CoreV1Api);
+  api.counters.reset();
+  api.faults.latency(60_000, { verb: "list", resource: "persistentvolumes" });
+  const inf = new Informer<V1PersistentVolume>(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, options(signal)), createLogger("error", "json"), slimPv);
+  try {
+    const started = inf.start();
+    await waitFor("the list request at the API", () => api.counters.get("list", "persistentvolumes") > 0);
+    const t0 = Date.now();
+    inf.stop();
+    await started;
+    assert.ok(Date.now() - t0 < 5_000, `the hanging page ended ${Date.now() - t0} ms after stop() (its request deadline is 15 s, the API would answer after 60 s)`);
+  } finally {
+    api.faults.clear();
     inf.stop();
   }
 });
