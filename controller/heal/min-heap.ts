@@ -6,10 +6,6 @@ export class MinHeap<T> {
   /** `less(a, b) < 0` when a comes first. */
   constructor(private readonly less: (a: T, b: T) => number) {}
 
-  get size(): number {
-    return this.items.length;
-  }
-
   push(x: T): void {
     const a = this.items;
     a.push(x);

@@ -73,6 +73,7 @@ export class WorkQueue {
       if (keep.length > 0) node.byPriority.set(priority, keep);
       else node.byPriority.delete(priority);
     }
+    if (drop.length === 0) return 0;
     this.queued -= drop.length;
     this.offer(nodeKey, node);
     this.forgetIfIdle(nodeKey, node);

@@ -38,7 +38,7 @@ const agents = new KeepAliveAgents();
 const deadline = (signal: AbortSignal) => AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]);
 
 /** Request options: our deadline, a pooled connection and an optional content type. */
-export function options(signal: AbortSignal, contentType?: string): ConfigurationOptions {
+export function requestOptions(signal: AbortSignal, contentType?: string): ConfigurationOptions {
   const s = deadline(signal);
   return {
     middleware: [
@@ -75,12 +75,12 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
       await request(`patch CSIAddonsNode ${namespace}/${name}`, () =>
         custom.patchNamespacedCustomObject(
           { group: CAN_GROUP, version: CAN_VERSION, plural: CAN_PLURAL, namespace, name, body: { metadata: { annotations: { [key]: value } } } },
-          options(signal, PatchStrategy.MergePatch),
+          requestOptions(signal, PatchStrategy.MergePatch),
         ),
       );
     },
     async podIP(namespace, name, signal) {
-      const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, options(signal)));
+      const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));
       return pod.status?.podIP || undefined;
     },
     // Events through jsonRequest, not client-node's generated client: they are the one write of
@@ -124,7 +124,7 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
     },
     async readLease(namespace, name, signal) {
       try {
-        const lease = await request(`get Lease ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, options(signal)));
+        const lease = await request(`get Lease ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, requestOptions(signal)));
         return fromLease(lease);
       } catch (err) {
         if (err instanceof KubeRequestError && err.status === 404) return undefined;
@@ -145,8 +145,8 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
       try {
         await request(`write Lease ${namespace}/${name}`, () =>
           resourceVersion
-            ? coordination.replaceNamespacedLease({ namespace, name, body }, options(signal))
-            : coordination.createNamespacedLease({ namespace, body }, options(signal)),
+            ? coordination.replaceNamespacedLease({ namespace, name, body }, requestOptions(signal))
+            : coordination.createNamespacedLease({ namespace, body }, requestOptions(signal)),
         );
         return true;
       } catch (err) {

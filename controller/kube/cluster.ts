@@ -17,7 +17,7 @@ import { volumesOfSidecar } from "../plan/volumes.js";
 import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
 import type { ClusterEvents, ClusterView } from "./api.js";
 import { AttachmentIndex } from "./attachment-index.js";
-import { options } from "./client.js";
+import { requestOptions } from "./client.js";
 import { Informer } from "./informer.js";
 import type { PageFn } from "./paged-list.js";
 import { slimAttachment, slimNode, slimPv } from "./slim.js";
@@ -83,13 +83,13 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
     // Each page with the request deadline and pooled connection of every other request (client.ts).
     const listNodes: PageFn<CSIAddonsNode> = (page, signal) =>
       (namespace
-        ? custom.listNamespacedCustomObject({ group, version, plural, namespace, ...page }, options(signal))
-        : custom.listClusterCustomObject({ group, version, plural, ...page }, options(signal))) as Promise<KubernetesListObject<CSIAddonsNode>>;
+        ? custom.listNamespacedCustomObject({ group, version, plural, namespace, ...page }, requestOptions(signal))
+        : custom.listClusterCustomObject({ group, version, plural, ...page }, requestOptions(signal))) as Promise<KubernetesListObject<CSIAddonsNode>>;
     const nodesPath = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
     this.nodesInf = new Informer(kc, nodesPath, listNodes, logger);
-    this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", (p, signal) => storage.listVolumeAttachment(p, options(signal)), logger, slimAttachment);
-    this.pvInf = new Informer(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, options(signal)), logger, slimPv);
-    this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", (p, signal) => core.listNode(p, options(signal)), logger, slimNode);
+    this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", (p, signal) => storage.listVolumeAttachment(p, requestOptions(signal)), logger, slimAttachment);
+    this.pvInf = new Informer(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, requestOptions(signal)), logger, slimPv);
+    this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", (p, signal) => core.listNode(p, requestOptions(signal)), logger, slimNode);
 
     this.pvInf.on("change", (type, o) => {
       const old = this.pvByNameIdx.get(o.metadata?.name ?? "");

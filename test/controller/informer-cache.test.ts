@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { CoreV1Api, type KubernetesListObject, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from "@kubernetes/client-node";
-import { loadKubeConfig, options } from "../../controller/kube/client.js";
+import { loadKubeConfig, requestOptions } from "../../controller/kube/client.js";
 import { toAttachment, toPv } from "../../controller/kube/cluster.js";
 import { Informer } from "../../controller/kube/informer.js";
 import { PAGE_SIZE, listInPages } from "../../controller/kube/paged-list.js";
@@ -74,11 +74,16 @@ after(async () => {
   await api?.stop();
 });
 
-test("an informer lists the API in pages and keeps, of listed and watched objects alike, only the slim object", async () => {
+/** The controller's PV informer (cluster.ts) against the in-memory API. */
+function pvInformer(): Informer<V1PersistentVolume> {
   const kc = loadKubeConfig(api.kubeconfigPath);
   const core = kc.makeApiClient(CoreV1Api);
+  return new Informer(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, requestOptions(signal)), createLogger("error", "json"), slimPv);
+}
+
+test("an informer lists the API in pages and keeps, of listed and watched objects alike, only the slim object", async () => {
   api.counters.reset();
-  const inf = new Informer<V1PersistentVolume>(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, options(signal)), createLogger("error", "json"), slimPv);
+  const inf = pvInformer();
   const seen: V1PersistentVolume[] = [];
   inf.on("change", (_type, o) => seen.push(o));
   try {
@@ -100,11 +105,9 @@ test("an informer lists the API in pages and keeps, of listed and watched object
 });
 
 test("an informer stopped while a list page hangs ends that request at once, as the request deadline would", async () => {
-  const kc = loadKubeConfig(api.kubeconfigPath);
-  const core = kc.makeApiClient(CoreV1Api);
   api.counters.reset();
   api.faults.latency(60_000, { verb: "list", resource: "persistentvolumes" });
-  const inf = new Informer<V1PersistentVolume>(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, options(signal)), createLogger("error", "json"), slimPv);
+  const inf = pvInformer();
   try {
     const started = inf.start();
     await waitFor("the list request at the API", () => api.counters.get("list", "persistentvolumes") > 0);

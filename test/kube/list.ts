@@ -1,7 +1,7 @@
 // LIST: selectors, limit/continue pagination over one consistent snapshot (the revision of the
 // first page, as etcd-backed lists are), resourceVersionMatch=Exact, and 410 Expired once that
 // revision has been compacted out of the history.
-import { clone, metaOf, type Obj } from "./json.js";
+import { clone, type Obj } from "./json.js";
 import type { Ops } from "./ops.js";
 import { apiVersionOf, type ResourceType, storageKey } from "./resources.js";
 import { fieldSelector, labelSelector } from "./selectors.js";
@@ -20,8 +20,6 @@ function firstAtOrAfter(range: readonly (readonly [string, Obj])[], start: strin
   }
   return lo;
 }
-
-const keyOf = (o: Obj) => `${String(metaOf(o).namespace ?? "")}/${String(metaOf(o).name)}`;
 
 function decodeContinue(token: string): ContinueToken {
   try {
@@ -64,23 +62,23 @@ export function listObjects(ops: Ops, t: ResourceType, ns: string | undefined, q
   // As etcd reads a range: from the continue key on, only as far as the page needs (then on, to
   // count or find what remains); nothing is copied but the page.
   const matches = ([k, o]: readonly [string, Obj]) => (ns === undefined || k.startsWith(`${ns}/`)) && byLabel(o) && byField(o);
-  const page: Obj[] = [];
+  const page: (readonly [string, Obj])[] = [];
   let rest = 0;
   const counting = !q.get("labelSelector") && !q.get("fieldSelector");
   for (let i = firstAtOrAfter(snapshot, start); i < snapshot.length; i++) {
     if (!matches(snapshot[i]!)) continue;
-    if (limit === 0 || page.length < limit) page.push(snapshot[i]![1]);
+    if (limit === 0 || page.length < limit) page.push(snapshot[i]!);
     else if (rest++ === 0 && !counting) break;
   }
 
   const metadata: Obj = { resourceVersion: String(rv) };
   if (rest > 0) {
-    metadata.continue = encodeContinue(rv, keyOf(page[page.length - 1]));
+    metadata.continue = encodeContinue(rv, page[page.length - 1]![0]);
     // The real server only knows the remaining count when no selector filters the range.
     if (counting) metadata.remainingItemCount = rest;
   }
   // Typed (built-in) lists carry no apiVersion/kind per item; unstructured (custom) ones do.
-  const items = page.map((stored) => {
+  const items = page.map(([, stored]) => {
     const o = clone(stored);
     if (t.custom) return ops.present(t, o);
     const { apiVersion: _a, kind: _k, ...fields } = o;

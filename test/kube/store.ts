@@ -82,15 +82,7 @@ export class Store {
   }
 
   count(key: string, ns?: string): number {
-    return this.list(key, ns).length;
-  }
-
-  /**
-   * The objects of `key` as they were at revision `rv` (for paginated lists, which read one
-   * consistent snapshot); undefined when that revision has been compacted away.
-   */
-  listAt(key: string, rv: number): Obj[] | undefined {
-    return this.range(key, rv)?.map(([, o]) => clone(o));
+    return this.range(key)!.filter(([k]) => ns === undefined || k.startsWith(`${ns}/`)).length;
   }
 
   /** Events of `key` after `rv`, or undefined when some of them were compacted (→ 410 Gone). */
