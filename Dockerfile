@@ -14,8 +14,8 @@
 # - NODE_IMAGE: Node 24 (the current LTS) on Debian bookworm, for compiling and installing, and as
 #   the driver-stub's runtime (its example DaemonSet wraps it in `sh -c "umask 0007 && exec ..."`).
 # - RUNTIME_IMAGE: the sidecar's runtime, distroless: Node 24 and glibc, no shell, no package
-#   manager, user 65532 ("nonroot"). Same Debian release as NODE_IMAGE, so the node_modules built
-#   there (pure JavaScript: no native modules) run here.
+#   manager, user 65532 ("nonroot"). Same Debian release as NODE_IMAGE, so what is built there (pure
+#   JavaScript: no native modules) runs here.
 ARG NODE_IMAGE=node:24-bookworm-slim
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot
 
@@ -34,26 +34,29 @@ COPY sidecar/ sidecar/
 COPY controller/ controller/
 COPY driver-stub/ driver-stub/
 # --sourceMap false: the image carries no TypeScript sources, so maps would point at nothing.
-# npm run build also bundles the sidecar (scripts/bundle.mjs): dist/csi-addons-sidecar.mjs, the
-# chunks it loads when needed (dist/csi-addons-sidecar-*.mjs) and dist/vendor/.
+# npm run build also bundles the sidecar and the controller (scripts/bundle.mjs):
+# dist/csi-addons-sidecar.mjs, dist/csi-addons-healer-controller.mjs, the chunks they load when
+# needed (dist/<program>-*.mjs) and dist/vendor/.
 COPY scripts/bundle.mjs scripts/
 RUN npm run build -- --sourceMap false
-# What ships besides node_modules: the compiled code, the launchers, package.json (the version the
-# binaries print) and the .proto contracts (the sidecar loads them for gRPC reflection); not the
-# generated TypeScript under proto/gen. The sidecar image gets no driver-stub code; it also carries
-# the healer controller (same code base, entry point bin/csi-addons-healer-controller.js).
+# What ships: the compiled code, the launchers, package.json (the version the binaries print) and
+# the .proto contracts (the sidecar loads them for gRPC reflection); not the generated TypeScript
+# under proto/gen. The sidecar image gets the two bundles and no node_modules (everything they run
+# is inside them), and no driver-stub code; it carries the healer controller too (same code base,
+# entry point bin/csi-addons-healer-controller.js). The driver-stub image gets its compiled
+# modules and the production node_modules.
 COPY bin/ bin/
 RUN mkdir -p /out/sidecar/bin /out/sidecar/dist /out/compile-cache \
  && mkdir -p /out/driver-stub/bin /out/driver-stub/dist \
  && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out/sidecar \
- && cp -r dist/csi-addons-sidecar*.mjs dist/vendor dist/common dist/controller dist/proto /out/sidecar/dist/ \
+ && cp -r dist/csi-addons-sidecar*.mjs dist/csi-addons-healer-controller*.mjs dist/vendor /out/sidecar/dist/ \
  && cp bin/csi-addons-sidecar.js bin/csi-addons-healer-controller.js /out/sidecar/bin/ \
  && cp package.json /out/sidecar/ \
  && cp -r dist/driver-stub dist/proto /out/driver-stub/dist/ \
  && cp bin/csi-addons-driver-stub.js /out/driver-stub/bin/ \
  && cp package.json /out/driver-stub/
 
-# --- deps: production dependencies only -----------------------------------------------------------
+# --- deps: production dependencies only, for the driver-stub ------------------------------------
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -91,13 +94,13 @@ COPY --from=build /out/driver-stub/ ./
 # The example DaemonSet runs it as root (a real driver mounts); it has no default user of its own.
 ENTRYPOINT ["node", "/app/bin/csi-addons-driver-stub.js"]
 
-# --- compile-cache: V8's compiled code for the sidecar's start-up ----------------------------------
+# --- compile-cache: V8's compiled code for the programs' start-up ---------------------------------
 # Node keeps V8's compiled code of each module in the folder NODE_COMPILE_CACHE names; the sidecar
-# reads this one at every start instead of compiling its bundle (5-20 ms less from start to
-# SERVING, measured: README, Stack notes). A cache is valid only for the Node binary and the user id
-# that made it, so it is made here, in the runtime image, as the sidecar's user: by running the
-# sidecar once (--version loads and compiles the bundle, then exits). The sidecar stage copies the
-# folder and runs nothing.
+# and the controller read this one at every start instead of compiling their bundles (5-20 ms less
+# from start to SERVING for the sidecar, ~30 ms for the controller's --version, measured: README,
+# Stack notes). A cache is valid only for the Node binary and the user id that made it, so it is
+# made here, in the runtime image, as the programs' user: by running each once (--version loads and
+# compiles the bundle, then exits). The sidecar stage copies the folder and runs nothing.
 FROM ${RUNTIME_IMAGE} AS compile-cache
 WORKDIR /app
 COPY --from=build /out/sidecar/ ./
@@ -106,6 +109,7 @@ USER 65532:65532
 ENV NODE_ENV=production
 ENV NODE_COMPILE_CACHE=/app/.compile-cache
 RUN ["/nodejs/bin/node", "/app/bin/csi-addons-sidecar.js", "--version"]
+RUN ["/nodejs/bin/node", "/app/bin/csi-addons-healer-controller.js", "--version"]
 
 # --- sidecar (default target) --------------------------------------------------------------------
 FROM ${RUNTIME_IMAGE} AS sidecar
@@ -129,7 +133,6 @@ ENV NODE_ENV=production
 # Node compiles as it would without one; it cannot write here with the deployments' read-only root.
 ENV NODE_COMPILE_CACHE=/app/.compile-cache
 WORKDIR /app
-COPY --from=deps /app/node_modules/ node_modules/
 COPY --from=build /out/sidecar/ ./
 COPY --from=compile-cache --chown=65532:65532 /app/.compile-cache/ .compile-cache/
 # 9070: controller gRPC (TLS); 9072: /healthz, /readyz, /metrics when --http-endpoint=:9072.

@@ -1,2 +1,3 @@
 #!/usr/bin/env node
-import "../dist/controller/main.js";
+// The bundled healer controller (npm run bundle), what the image runs: one module, no node_modules.
+import "../dist/csi-addons-healer-controller.mjs";

@@ -5,12 +5,12 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { repoRoot } from "../support/proc.js";
-import { SIDECAR_BUNDLE } from "./image.js";
+import { CONTROLLER_BUNDLE, SIDECAR_BUNDLE } from "./image.js";
 
-/** What the bench runs as the sidecar: the bundle, as the image does. */
+/** What the bench runs as the sidecar and the controller: their bundles, as the image does. */
 export const COMPILED_SIDECAR = SIDECAR_BUNDLE;
 export const COMPILED_DRIVER_STUB = "dist/driver-stub/main.js";
-export const COMPILED_CONTROLLER = "dist/controller/main.js";
+export const COMPILED_CONTROLLER = CONTROLLER_BUNDLE;
 /** Source folders that end up in dist/ (those that exist: controller/ and common/ are newer). */
 const SOURCES = ["sidecar", "driver-stub", "controller", "common", "proto/gen"];
 

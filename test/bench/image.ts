@@ -1,5 +1,5 @@
-// What the image runs, so that the bench measures the same thing: the bundled sidecar (npm run
-// bundle) under the V8 flags deploy/ gives the sidecar container (NODE_OPTIONS in its manifest:
+// What the image runs, so that the bench measures the same thing: the bundled sidecar and controller
+// (npm run bundle) under the V8 flags deploy/ gives the sidecar container (NODE_OPTIONS in its manifest:
 // heap caps; --max-semi-space-size bounds the young generation, which V8 otherwise grows to
 // 2 x 16 MiB under load and keeps committed), in the environment the Dockerfile's sidecar stage
 // sets (NODE_ENV=production, which some dependencies read; the compile cache the image carries).
@@ -11,6 +11,7 @@ import { repoRoot, tempDir } from "../support/proc.js";
 import { readDeployLimits } from "./deploy-limits.js";
 
 export const SIDECAR_BUNDLE = "dist/csi-addons-sidecar.mjs";
+export const CONTROLLER_BUNDLE = "dist/csi-addons-healer-controller.mjs";
 export const SIDECAR_NODE_FLAGS: readonly string[] = readDeployLimits("sidecar").nodeOptions.split(/\s+/).filter(Boolean);
 /** The V8 flags deploy/ gives the healer controller's container. */
 export const CONTROLLER_NODE_FLAGS: readonly string[] = readDeployLimits("controller").nodeOptions.split(/\s+/).filter(Boolean);

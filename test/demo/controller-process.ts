@@ -1,7 +1,7 @@
 // The healer controller as a real process for the demo and the bench: local flags (plaintext to
 // sidecars on 127.0.0.1, no leader election, /metrics on an ephemeral port), JSON log to a file.
 import { NAMESPACE } from "../support/fixtures.js";
-import { CONTROLLER_NODE_FLAGS } from "../bench/image.js";
+import { CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS } from "../bench/image.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
 export { HANDLED_RESTART } from "../support/fixtures.js";
@@ -14,7 +14,7 @@ export const EVENTS_QUEUED_METRIC = "csi_addons_healer_events_queued";
 export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
 
 export interface ControllerSpawnOptions {
-  /** "source": controller/main.ts through tsx; "compiled": dist/controller/main.js under deploy/'s V8 flags (what the image runs). */
+  /** "source": controller/main.ts through tsx; "compiled": its bundle under deploy/'s V8 flags (what the image runs). */
   build: "source" | "compiled";
   kubeconfig: string;
   logFile: string;
@@ -36,7 +36,7 @@ export function localControllerArgs(o: ControllerSpawnOptions): string[] {
 export function spawnController(o: ControllerSpawnOptions): Promise<LoggedProcess> {
   return spawnLogged({
     what: "the healer controller",
-    ...(o.build === "source" ? { entry: "controller/main.ts" } : { entry: "dist/controller/main.js", nodeArgs: CONTROLLER_NODE_FLAGS }),
+    ...(o.build === "source" ? { entry: "controller/main.ts" } : { entry: CONTROLLER_BUNDLE, nodeArgs: CONTROLLER_NODE_FLAGS }),
     args: localControllerArgs(o),
     logFile: o.logFile,
     startedMessage: "controller started",

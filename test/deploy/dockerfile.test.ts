@@ -1,6 +1,6 @@
 // The Dockerfile cannot be built here (no registry for base images), so these checks read it:
-// what it copies exists and passes .dockerignore, the sidecar image has what the code loads
-// (production dependencies only) and nothing of the driver-stub, both final stages carry OCI
+// what it copies exists and passes .dockerignore, the sidecar image has the two bundles and no
+// node_modules, and nothing of the driver-stub, both final stages carry OCI
 // labels, and it agrees with the example DaemonSet. scripts/build-image.sh runs against a stand-in
 // `docker` that records its calls.
 import assert from "node:assert/strict";
@@ -10,8 +10,8 @@ import { dirname, join, normalize, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
 import { tempDir } from "../support/proc.js";
-import { findOne, noKubectl, readKustomization, render, repoRoot } from "./load.js";
-import { SIDECAR_BUNDLE } from "../bench/image.js";
+import { deployDir, findOne, noKubectl, parseYamlDocuments, readKustomization, render, repoRoot } from "./load.js";
+import { CONTROLLER_BUNDLE, SIDECAR_BUNDLE } from "../bench/image.js";
 import { DOCKERFILE, assembleCommand, readStages, type Stage } from "./dockerfile.js";
 
 /** Whether .dockerignore keeps `path` out of the build context (the last matching pattern wins). */
@@ -34,8 +34,8 @@ function ignored(path: string, patterns: string[]): boolean {
   return out;
 }
 
-/** Package names that production code (sidecar/, driver-stub/, proto/gen) loads at run time. */
-function runtimeImports(dirs = ["sidecar", "driver-stub", "proto/gen"]): Map<string, string> {
+/** Package names that production code (both programs, the driver-stub, proto/gen) loads at run time. */
+function runtimeImports(dirs = ["sidecar", "controller", "common", "driver-stub", "proto/gen"]): Map<string, string> {
   const found = new Map<string, string>();
   const walk = (dir: string): string[] =>
     readdirSync(join(repoRoot, dir), { withFileTypes: true }).flatMap((e) =>
@@ -74,6 +74,12 @@ const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as 
   bin: Record<string, string>;
   dependencies: Record<string, string>;
 };
+/** The command deploy/'s controller Deployment runs (the image's node and the controller's bin). */
+function controllerCommand(): string[] {
+  const file = "components/controller/deployment.yaml";
+  const [doc] = parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file) as { spec: { template: { spec: { containers: { command: string[] }[] } } } }[];
+  return doc!.spec.template.spec.containers[0]!.command;
+}
 const step = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op).map((s) => s.args);
 
 describe("Dockerfile", () => {
@@ -90,20 +96,22 @@ describe("Dockerfile", () => {
     assert.deepEqual(step(stage("driver-stub"), "RUN").filter((r) => /\b(npm|npx|yarn)\s+\w/.test(r)), []);
   });
 
-  test("the build stage bundles the sidecar (npm run build runs scripts/bundle.mjs, copied before) and the sidecar image ships the bundle", () => {
+  test("the build stage bundles the sidecar and the controller (npm run build runs scripts/bundle.mjs, copied before) and the sidecar image ships the bundles", () => {
     const build = stage("build");
     const scripts = (JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
     assert.match(scripts["build"]!, /node scripts\/bundle\.mjs/);
-    assert.ok(readFileSync(join(repoRoot, "scripts/bundle.mjs"), "utf8").includes(`"${SIDECAR_BUNDLE}"`), `scripts/bundle.mjs writes ${SIDECAR_BUNDLE}`);
+    for (const bundle of [SIDECAR_BUNDLE, CONTROLLER_BUNDLE]) {
+      assert.ok(readFileSync(join(repoRoot, "scripts/bundle.mjs"), "utf8").includes(`"${bundle}"`), `scripts/bundle.mjs writes ${bundle}`);
+    }
     const runIndex = build.steps.findIndex((st) => st.op === "RUN" && /\bnpm run build\b/.test(st.args));
     assert.ok(runIndex > 0 && build.steps.slice(0, runIndex).some((st) => st.op === "COPY" && /^scripts\/(bundle\.mjs)?\s/.test(st.args)), "scripts/bundle.mjs is copied before the build");
     assert.doesNotMatch(step(build, "RUN").find((r) => /\bnpm ci\b/.test(r))!, /--omit=optional/, "esbuild's platform binary is an optional dependency");
-    // That the bundle, its chunks and its vendor .proto files all reach the image: image-files.test.ts
-    // runs this stage's assembling command and starts the sidecar from what it copied.
+    // That the bundles, their chunks and the vendor .proto files all reach the image: image-files.test.ts
+    // runs this stage's assembling command and starts both programs from what it copied.
     assert.ok(assembleCommand(stages).includes("/out/sidecar/dist"));
   });
 
-  test("the compile cache is made by the runtime image's own Node, as the sidecar's user, and read by the sidecar", () => {
+  test("the compile cache is made by the runtime image's own Node, as the programs' user, and read by them", () => {
     const cache = stage("compile-cache");
     assert.equal(cache.from, "${RUNTIME_IMAGE}", "a cache is valid only for the Node binary that made it");
     const user = step(runtime, "USER").at(-1)!;
@@ -112,7 +120,11 @@ describe("Dockerfile", () => {
     const dir = env(runtime)?.split("=")[1];
     assert.ok(dir && env(cache) === env(runtime), "both stages name the same folder");
     const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
-    assert.deepEqual(step(cache, "RUN").map((r) => JSON.parse(r) as string[]), [[...entry, "--version"]], "it runs the sidecar's entrypoint once (exec form: distroless has no shell)");
+    assert.deepEqual(
+      step(cache, "RUN").map((r) => JSON.parse(r) as string[]),
+      [[...entry, "--version"], [...controllerCommand(), "--version"]],
+      "it runs the sidecar's entrypoint and the controller's command once each (exec form: distroless has no shell)",
+    );
     const writable = step(cache, "COPY").find((c) => c.includes(`--chown=${user}`) && c.trim().endsWith(".compile-cache/"));
     assert.ok(writable && relative(step(cache, "WORKDIR").at(-1)!, dir) === ".compile-cache", "the folder belongs to that user while the cache is made");
     assert.ok(step(runtime, "COPY").includes(`--from=compile-cache --chown=${user} ${dir}/ .compile-cache/`), "the sidecar stage copies it, owned by the user that reads it");
@@ -139,12 +151,13 @@ describe("Dockerfile", () => {
     }
   });
 
-  test("production dependencies only, without install scripts", () => {
+  test("production dependencies only, without install scripts; the sidecar image none at all (its programs are bundles)", () => {
     const installs = stages.flatMap((s) => step(s, "RUN")).filter((r) => /\bnpm (ci|install|i)\b/.test(r));
     assert.ok(installs.every((r) => /\bnpm ci\b/.test(r) && r.includes("--ignore-scripts")), installs.join("\n"));
     const deps = stages.find((s) => step(s, "RUN").some((r) => r.includes("--omit=dev")));
     assert.ok(deps?.name, "a stage installs with --omit=dev");
-    assert.ok(step(runtime, "COPY").some((c) => c.startsWith(`--from=${deps.name} `) && c.includes("node_modules")));
+    assert.ok(step(stage("driver-stub"), "COPY").some((c) => c.startsWith(`--from=${deps.name} `) && c.includes("node_modules")));
+    assert.deepEqual(step(runtime, "COPY").filter((c) => c.includes("node_modules") || c.startsWith(`--from=${deps.name} `)), []);
   });
 
   test("production code imports only Node built-ins, dependencies and its own files", () => {
@@ -186,6 +199,9 @@ describe("Dockerfile", () => {
     const bin = readFileSync(join(repoRoot, pkg.bin["csi-addons-sidecar"]), "utf8");
     assert.ok(bin.includes(`../${SIDECAR_BUNDLE}`), "the bin runs the bundled sidecar");
     assert.ok(existsSync(join(repoRoot, "sidecar/main.ts")));
+    // The controller's Deployment runs the image's other bin, which runs the bundled controller.
+    assert.equal(relative(workdir, controllerCommand()[1]!), normalize(pkg.bin["csi-addons-healer-controller"]!));
+    assert.ok(readFileSync(join(repoRoot, pkg.bin["csi-addons-healer-controller"]!), "utf8").includes(`../${CONTROLLER_BUNDLE}`), "the bin runs the bundled controller");
 
     const user = step(runtime, "USER").at(-1)!.split(":");
     if (noKubectl) return;
