@@ -40,6 +40,15 @@ test("volumes of a sidecar: attached VolumeAttachments of its driver and node, p
   assert.deepEqual(got.map((p) => p.name), ["a", "d"]);
 });
 
+test("volumes of a sidecar come in name order, whatever order the sources list them in", () => {
+  const names = ["pvc-9", "pvc-10", "pvc-1.b", "pvc-1-a", "pvc-z", "pvc-0"];
+  const got = volumesOfSidecar(
+    { driver: DRV, nodeId: "n1" },
+    sources(names.map((n) => pv(n)), { attachments: names.map((n) => ({ attacher: DRV, nodeName: "n1", pvName: n, attached: true })) }),
+  );
+  assert.deepEqual(got.map((p) => p.name), ["pvc-0", "pvc-1-a", "pvc-1.b", "pvc-10", "pvc-9", "pvc-z"]);
+});
+
 test("restart decision: handled → nothing; no marker yet → IF_ABNORMAL; a new marker → ALWAYS", () => {
   const ann = { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1", "sidecar.csiaddons.openshift.io/driverRestartedAt": "2026-01-01T00:00:00Z" };
   const marker = restartMarker(ann);
