@@ -52,8 +52,8 @@ const requireBuiltins = {
   },
 };
 
-// grpc-js requires @grpc/proto-loader only to serve channelz and ORCA. The sidecar serves neither
-// (and their .proto files are not in the bundle). Left to it, grpc-js's chunk would import the
+// grpc-js requires @grpc/proto-loader only for channelz and ORCA. Neither program uses them (and
+// their .proto files are not in the bundles). Left to it, grpc-js's chunk would import the
 // chunk of protobufjs (shared with gRPC reflection, 190 KB) statically, read at every start.
 const grpcJsWithoutProtoLoader = {
   name: "grpc-js-without-proto-loader",
@@ -62,7 +62,7 @@ const grpcJsWithoutProtoLoader = {
       args.importer.includes("/node_modules/@grpc/grpc-js/") ? { path: "@grpc/proto-loader", namespace: "not-served" } : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: "not-served" }, () => ({
-      contents: 'throw new Error("the bundled sidecar serves neither channelz nor ORCA (no @grpc/proto-loader for grpc-js)");',
+      contents: 'throw new Error("the bundled programs use neither channelz nor ORCA (no @grpc/proto-loader for grpc-js)");',
       loader: "js",
     }));
   },

@@ -10,7 +10,7 @@ import { dirname, join, normalize, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
 import { tempDir } from "../support/proc.js";
-import { deployDir, findOne, noKubectl, parseYamlDocuments, readKustomization, render, repoRoot } from "./load.js";
+import { controllerCommand, findOne, noKubectl, readKustomization, render, repoRoot } from "./load.js";
 import { CONTROLLER_BUNDLE, SIDECAR_BUNDLE } from "../bench/image.js";
 import { DOCKERFILE, assembleCommand, readStages, type Stage } from "./dockerfile.js";
 
@@ -74,12 +74,6 @@ const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as 
   bin: Record<string, string>;
   dependencies: Record<string, string>;
 };
-/** The command deploy/'s controller Deployment runs (the image's node and the controller's bin). */
-function controllerCommand(): string[] {
-  const file = "components/controller/deployment.yaml";
-  const [doc] = parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file) as { spec: { template: { spec: { containers: { command: string[] }[] } } } }[];
-  return doc!.spec.template.spec.containers[0]!.command;
-}
 const step = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op).map((s) => s.args);
 
 describe("Dockerfile", () => {

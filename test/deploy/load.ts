@@ -52,6 +52,13 @@ export function parseYamlDocuments(text: string, source: string): unknown[] {
   return k8s.filter((d) => d !== null && d !== undefined);
 }
 
+/** The command deploy/'s controller Deployment runs: the image's node and the controller's bin. */
+export function controllerCommand(): string[] {
+  const file = "components/controller/deployment.yaml";
+  const [doc] = parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file) as { spec: { template: { spec: { containers: { command: string[] }[] } } } }[];
+  return doc!.spec.template.spec.containers[0]!.command;
+}
+
 /** The kustomization.yaml of a directory below deploy/ ("" = deploy/ itself). */
 export function readKustomization(dir = ""): Kustomization {
   const [k] = parseYamlDocuments(readFileSync(join(deployDir, dir, "kustomization.yaml"), "utf8"), join(dir, "kustomization.yaml"));
