@@ -4,7 +4,7 @@
 // every call answered (sent = answered), none slower than its deadline, memory flat after the first
 // minute, one driverRestartedAt per driver restart, and how long the sidecar takes to be SERVING
 // again once the driver is back (reconnectMs; the driver's socket appearing is "back").
-import { existsSync, mkdirSync, watch } from "node:fs";
+import { mkdirSync, statSync, watch } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
@@ -83,14 +83,18 @@ export async function soak(o: SoakOptions): Promise<SoakResults> {
   const health = new HealthClient(sidecar.address, grpc.credentials.createInsecure());
   o.cleanup.add("soak clients", () => [healer, identity, health].forEach((c) => c.close()));
 
-  // When the sidecar turns SERVING (gRPC health Watch) and when the driver's socket appears.
+  // When the sidecar turns SERVING (gRPC health Watch) and when the driver's socket appears: the
+  // socket's ctime, the kernel's clock at bind(), not when this loop gets to the inotify event, which
+  // under the callers' load can come after the sidecar's SERVING (1 ms after, seen).
   const servingAt: number[] = [];
   const watchHealth = (health as unknown as { watch(req: object): grpc.ClientReadableStream<{ status: string }> }).watch({ service: "" });
   watchHealth.on("data", (r: { status: string | number }) => (r.status === "SERVING" || r.status === 1) && servingAt.push(Date.now()));
   watchHealth.on("error", () => {});
   const socketAt: number[] = [];
   const socketWatch = watch(dirname(stub.addonsSocket), (_e, name) => {
-    if (name === basename(stub.addonsSocket) && existsSync(stub.addonsSocket)) socketAt.push(Date.now());
+    if (name !== basename(stub.addonsSocket)) return;
+    const created = statSync(stub.addonsSocket, { throwIfNoEntry: false })?.ctimeMs;
+    if (created !== undefined) socketAt.push(created);
   });
   const annotations = new Set<string>();
   const annotationPoll = setInterval(() => {
@@ -158,9 +162,15 @@ export async function soak(o: SoakOptions): Promise<SoakResults> {
     driverRestarts++;
     const back = await waitUntil(() => (socketAt.length > socketsBefore ? socketAt.at(-1) : undefined), 10_000);
     const serving = await waitUntil(() => servingAt.slice(servedBefore).find((t) => t >= (back ?? 0)), 15_000);
-    if (back !== undefined && serving !== undefined) reconnectMs.push(serving - back);
-    else o.progress(`  restart ${driverRestarts}: ${back === undefined ? "socket not seen" : "not SERVING within 15 s"}`);
-    o.progress(`  restart ${driverRestarts}: back -> SERVING ${reconnectMs.at(-1) ?? "?"} ms; ${answered}/${sent} calls answered so far`);
+    if (back !== undefined && serving !== undefined) {
+      // Whole ms: the kernel stamps files from its coarse clock (a tick, 1-4 ms).
+      reconnectMs.push(Math.round(serving - back));
+      o.progress(`  restart ${driverRestarts}: back -> SERVING ${reconnectMs.at(-1)} ms; ${answered}/${sent} calls answered so far`);
+    } else {
+      const earlier = servingAt.slice(servedBefore).at(-1);
+      const why = back === undefined ? "the socket not seen within 10 s" : `not SERVING within 15 s of the socket${earlier === undefined ? "" : ` (SERVING ${back - earlier} ms before the socket was seen)`}`;
+      o.progress(`  restart ${driverRestarts}: ${why}; ${answered}/${sent} calls answered so far`);
+    }
   }
   await Promise.all([...callers, memoryCheck]);
   const rssEnd = readMemory(sidecar.pid).rssBytes;
