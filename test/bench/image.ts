@@ -1,5 +1,5 @@
 // What the image runs, so that the bench measures the same thing: the bundled sidecar and controller
-// (npm run bundle) under the V8 flags deploy/ gives the sidecar container (NODE_OPTIONS in its manifest:
+// (npm run bundle) under the V8 flags deploy/ gives each container (NODE_OPTIONS in its manifest:
 // heap caps; --max-semi-space-size bounds the young generation, which V8 otherwise grows to
 // 2 x 16 MiB under load and keeps committed), in the environment the Dockerfile's sidecar stage
 // sets (NODE_ENV=production, which some dependencies read; the compile cache the image carries).

@@ -185,7 +185,7 @@ describe("Dockerfile", () => {
     }
   });
 
-  test("the entrypoint is the sidecar's bin, run as the user the DaemonSet expects", () => {
+  test("the entrypoint is the sidecar's bin, run as the user the DaemonSet expects; the controller's Deployment runs the other bin", () => {
     const workdir = step(runtime, "WORKDIR").at(-1)!;
     const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
     assert.equal(entry[0], "/nodejs/bin/node", "distroless's node, without a PATH lookup");
