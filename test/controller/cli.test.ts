@@ -4,7 +4,9 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startTs, tempDir } from "../support/proc.js";
+import { startJs, startTs, tempDir } from "../support/proc.js";
+import { COMPILED_CONTROLLER, ensureCompiled } from "../bench/build.js";
+import { CONTROLLER_NODE_FLAGS } from "../bench/image.js";
 import { ConfigError, parseConfig } from "../../controller/config/config.js";
 import { HANDLED, handleOf, startStack, type Stack } from "./stack.js";
 
@@ -105,6 +107,19 @@ describe("heal subcommand", () => {
     assert.deepEqual(r.stdout.split("\n").filter((l) => l.startsWith("pv-")).map((l) => l.split(/\s+/)[0]), ["pv-b"]);
     assert.equal(stack.heals("pv-b"), before + 1);
     assert.equal(stack.heals("pv-a"), beforeA, "untouched");
+  });
+
+  test("the bundled controller as the image runs it (deploy/'s NODE_OPTIONS): the same pass, and on stderr only its log and progress", async () => {
+    ensureCompiled(() => undefined, [COMPILED_CONTROLLER]);
+    const before = stack.heals("pv-b");
+    const args = ["heal", `--kubeconfig=${stack.kube.kubeconfigPath}`, "--sidecar-tls=false", "--node=node-1", "--pv=pv-b", "--mode=always"];
+    const p = startJs(COMPILED_CONTROLLER, args, { env: { NODE_OPTIONS: CONTROLLER_NODE_FLAGS.join(" ") } });
+    const code = await p.exited;
+    assert.equal(code, 0, p.stdout() + p.stderr());
+    assert.deepEqual(p.stdout().split("\n").filter((l) => l.startsWith("pv-")).map((l) => l.split(/\s+/)), [["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"]]);
+    assert.equal(stack.heals("pv-b"), before + 1);
+    // No warning from Node about a bundled dependency (deprecated built-ins, url.parse).
+    assert.deepEqual(p.stderr().split("\n").filter((l) => l.trim() !== "" && !l.startsWith("{") && !/^\[\d+\/\d+\] /.test(l)), []);
   });
 
   test("an unknown node or a PV not on the node exits 1 with the reason", async () => {
