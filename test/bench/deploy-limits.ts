@@ -3,9 +3,7 @@
 // file: every YAML document below deploy/ is searched for the sidecar's container (named
 // csi-addons-healer, in a DaemonSet or a kustomize patch of one) or the controller's (the one
 // that runs csi-addons-healer-controller), so the bench follows the manifests wherever they are.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { deployDir, listYamlFiles, parseYamlDocuments } from "../deploy/load.js";
+import { deployDocuments } from "../deploy/load.js";
 
 export const SIDECAR_CONTAINER = "csi-addons-healer";
 const CONTROLLER_ENTRY = "csi-addons-healer-controller.js";
@@ -27,29 +25,41 @@ export interface DeployLimits {
 
 type Json = Record<string, unknown>;
 
-export function readDeployLimits(which: "sidecar" | "controller" = "sidecar"): DeployLimits {
-  let nodeOptions: { value: string; file: string } | undefined;
-  let limit: { value: string; file: string } | undefined;
+/** deploy/'s containers of `which` program, by shape, in file and document order. */
+function containers(which: "sidecar" | "controller"): { o: Json; file: string }[] {
+  const found: { o: Json; file: string }[] = [];
   const visit = (node: unknown, file: string): void => {
     if (Array.isArray(node)) return node.forEach((n) => visit(n, file));
     if (node === null || typeof node !== "object") return;
     const o = node as Json;
-    if (isContainer[which](o)) {
-      const env = Array.isArray(o["env"]) ? (o["env"] as Json[]) : [];
-      const opts = env.find((e) => e["name"] === "NODE_OPTIONS")?.["value"];
-      if (typeof opts === "string") nodeOptions ??= { value: opts, file };
-      const mem = ((o["resources"] as Json | undefined)?.["limits"] as Json | undefined)?.["memory"];
-      if (typeof mem === "string" || typeof mem === "number") limit ??= { value: String(mem), file };
-    }
+    if (isContainer[which](o)) found.push({ o, file });
     for (const v of Object.values(o)) visit(v, file);
   };
-  for (const file of listYamlFiles()) {
-    for (const doc of parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file)) visit(doc, file);
+  for (const { file, doc } of deployDocuments()) visit(doc, file);
+  return found;
+}
+
+export function readDeployLimits(which: "sidecar" | "controller" = "sidecar"): DeployLimits {
+  let nodeOptions: { value: string; file: string } | undefined;
+  let limit: { value: string; file: string } | undefined;
+  for (const { o, file } of containers(which)) {
+    const env = Array.isArray(o["env"]) ? (o["env"] as Json[]) : [];
+    const opts = env.find((e) => e["name"] === "NODE_OPTIONS")?.["value"];
+    if (typeof opts === "string") nodeOptions ??= { value: opts, file };
+    const mem = ((o["resources"] as Json | undefined)?.["limits"] as Json | undefined)?.["memory"];
+    if (typeof mem === "string" || typeof mem === "number") limit ??= { value: String(mem), file };
   }
   if (!nodeOptions || !limit) {
     throw new Error(`deploy/ has no ${which} container with ${!nodeOptions ? "env NODE_OPTIONS" : "resources.limits.memory"}`);
   }
   return { nodeOptions: nodeOptions.value, limit: limit.value, limitBytes: quantityBytes(limit.value), files: [...new Set([nodeOptions.file, limit.file])] };
+}
+
+/** The command deploy/'s controller container runs: the image's node and the controller's bin. */
+export function controllerCommand(): string[] {
+  const [first] = containers("controller");
+  if (!first) throw new Error(`deploy/ has no container whose command runs ${CONTROLLER_ENTRY}`);
+  return first.o["command"] as string[];
 }
 
 const UNITS: Record<string, number> = { "": 1, k: 1e3, M: 1e6, G: 1e9, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3 };

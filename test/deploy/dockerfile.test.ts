@@ -10,7 +10,8 @@ import { dirname, join, normalize, relative, resolve } from "node:path";
 import { describe, test } from "node:test";
 import ts from "typescript";
 import { tempDir } from "../support/proc.js";
-import { controllerCommand, findOne, noKubectl, readKustomization, render, repoRoot } from "./load.js";
+import { findOne, noKubectl, readKustomization, render, repoRoot } from "./load.js";
+import { controllerCommand } from "../bench/deploy-limits.js";
 import { CONTROLLER_BUNDLE, SIDECAR_BUNDLE } from "../bench/image.js";
 import { DOCKERFILE, assembleCommand, readStages, type Stage } from "./dockerfile.js";
 

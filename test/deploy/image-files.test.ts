@@ -13,6 +13,7 @@ import { dirname, join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { stringify } from "yaml";
 import { COMPILED_CONTROLLER, COMPILED_SIDECAR, ensureCompiled } from "../bench/build.js";
+import { controllerCommand } from "../bench/deploy-limits.js";
 import { CONTROLLER_NODE_FLAGS, SIDECAR_NODE_FLAGS } from "../bench/image.js";
 import { localControllerArgs } from "../demo/controller-process.js";
 import { localSidecarArgs } from "../demo/processes.js";
@@ -24,7 +25,6 @@ import { NAMESPACE, POD } from "../support/fixtures.js";
 import { repoRoot, tempDir } from "../support/proc.js";
 import { reflectionClient } from "../support/reflection.js";
 import { assembleCommand, DOCKERFILE, readStages } from "./dockerfile.js";
-import { controllerCommand } from "./load.js";
 
 const stages = readStages(DOCKERFILE);
 const entrypoint = JSON.parse(stages.at(-1)!.steps.filter((s) => s.op === "ENTRYPOINT").at(-1)!.args) as string[];

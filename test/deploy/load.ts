@@ -52,13 +52,6 @@ export function parseYamlDocuments(text: string, source: string): unknown[] {
   return k8s.filter((d) => d !== null && d !== undefined);
 }
 
-/** The command deploy/'s controller Deployment runs: the image's node and the controller's bin. */
-export function controllerCommand(): string[] {
-  const file = "components/controller/deployment.yaml";
-  const [doc] = parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file) as { spec: { template: { spec: { containers: { command: string[] }[] } } } }[];
-  return doc!.spec.template.spec.containers[0]!.command;
-}
-
 /** The kustomization.yaml of a directory below deploy/ ("" = deploy/ itself). */
 export function readKustomization(dir = ""): Kustomization {
   const [k] = parseYamlDocuments(readFileSync(join(deployDir, dir, "kustomization.yaml"), "utf8"), join(dir, "kustomization.yaml"));
@@ -71,6 +64,13 @@ export function listYamlFiles(): string[] {
     .filter((f) => /\.ya?ml$/.test(f))
     .map((f) => relative(deployDir, join(deployDir, f)))
     .sort();
+}
+
+let documents: readonly { file: string; doc: unknown }[] | undefined;
+
+/** Every YAML document below deploy/ with its file (relative to deploy/), parsed once per process. */
+export function deployDocuments(): readonly { file: string; doc: unknown }[] {
+  return (documents ??= listYamlFiles().flatMap((file) => parseYamlDocuments(readFileSync(join(deployDir, file), "utf8"), file).map((doc) => ({ file, doc }))));
 }
 
 const kubectlCheck = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" });
