@@ -63,6 +63,12 @@ export function toAttachment(o: V1VolumeAttachment): AttachmentInfo {
   return { attacher: o.spec.attacher, nodeName: o.spec.nodeName, pvName: o.spec.source.persistentVolumeName, attached: o.status?.attached === true };
 }
 
+/** The PersistentVolume informer: paged lists with the request options of client.ts, slim objects cached. */
+export function pvInformer(kc: KubeConfig, logger: Logger): Informer<V1PersistentVolume> {
+  const core = kc.makeApiClient(CoreV1Api);
+  return new Informer(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, requestOptions(signal)), logger, slimPv);
+}
+
 export class ClusterCache extends EventEmitter<ClusterEvents> implements ClusterView {
   private readonly nodesInf: Informer<CSIAddonsNode>;
   private readonly vaInf: Informer<V1VolumeAttachment>;
@@ -88,7 +94,7 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
     const nodesPath = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
     this.nodesInf = new Informer(kc, nodesPath, listNodes, logger);
     this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", (p, signal) => storage.listVolumeAttachment(p, requestOptions(signal)), logger, slimAttachment);
-    this.pvInf = new Informer(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, requestOptions(signal)), logger, slimPv);
+    this.pvInf = pvInformer(kc, logger);
     this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", (p, signal) => core.listNode(p, requestOptions(signal)), logger, slimNode);
 
     this.pvInf.on("change", (type, o) => {

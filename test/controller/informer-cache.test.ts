@@ -4,10 +4,9 @@
 // Node's images) are never all in memory at once, and none of them stays.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { CoreV1Api, type KubernetesListObject, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from "@kubernetes/client-node";
-import { loadKubeConfig, requestOptions } from "../../controller/kube/client.js";
-import { toAttachment, toPv } from "../../controller/kube/cluster.js";
-import { Informer } from "../../controller/kube/informer.js";
+import { type KubernetesListObject, type V1Node, type V1PersistentVolume, type V1VolumeAttachment } from "@kubernetes/client-node";
+import { loadKubeConfig } from "../../controller/kube/client.js";
+import { pvInformer, toAttachment, toPv } from "../../controller/kube/cluster.js";
 import { PAGE_SIZE, listInPages } from "../../controller/kube/paged-list.js";
 import { slimAttachment, slimNode, slimPv } from "../../controller/kube/slim.js";
 import { createLogger } from "../../common/log/logger.js";
@@ -74,16 +73,12 @@ after(async () => {
   await api?.stop();
 });
 
-/** The controller's PV informer (cluster.ts) against the in-memory API. */
-function pvInformer(): Informer<V1PersistentVolume> {
-  const kc = loadKubeConfig(api.kubeconfigPath);
-  const core = kc.makeApiClient(CoreV1Api);
-  return new Informer(kc, "/api/v1/persistentvolumes", (p, signal) => core.listPersistentVolume(p, requestOptions(signal)), createLogger("error", "json"), slimPv);
-}
+/** The controller's own PV informer (cluster.ts) against the in-memory API. */
+const pvInformerOfApi = () => pvInformer(loadKubeConfig(api.kubeconfigPath), createLogger("error", "json"));
 
 test("an informer lists the API in pages and keeps, of listed and watched objects alike, only the slim object", async () => {
   api.counters.reset();
-  const inf = pvInformer();
+  const inf = pvInformerOfApi();
   const seen: V1PersistentVolume[] = [];
   inf.on("change", (_type, o) => seen.push(o));
   try {
@@ -107,7 +102,7 @@ test("an informer lists the API in pages and keeps, of listed and watched object
 test("an informer stopped while a list page hangs ends that request at once, as the request deadline would", async () => {
   api.counters.reset();
   api.faults.latency(60_000, { verb: "list", resource: "persistentvolumes" });
-  const inf = pvInformer();
+  const inf = pvInformerOfApi();
   try {
     const started = inf.start();
     await waitFor("the list request at the API", () => api.counters.get("list", "persistentvolumes") > 0);
