@@ -41,6 +41,20 @@ describe("CRD registration", () => {
     await c.crds.deleteCustomResourceDefinition({ name: `${P}.${G}` });
   });
 
+  test("a deleted CRD stays Terminating while one of its objects holds a finalizer, and goes once it is released", async () => {
+    await c.crds.createCustomResourceDefinition({ body: upstreamCrd() });
+    const held = csiNode("held-1");
+    held.metadata.finalizers = ["example.com/hold"];
+    await createNode(held);
+    await c.crds.deleteCustomResourceDefinition({ name: `${P}.${G}` });
+    const terminating = await c.crds.readCustomResourceDefinition({ name: `${P}.${G}` });
+    assert.ok(terminating.metadata?.deletionTimestamp, "the CRD waits for its last object");
+    const obj: any = await c.custom.getNamespacedCustomObject(cn("held-1"));
+    assert.ok(obj.metadata.deletionTimestamp, "the object is being deleted with its CRD");
+    await c.custom.replaceNamespacedCustomObject({ ...cn("held-1"), body: { ...obj, metadata: { ...obj.metadata, finalizers: [] } } });
+    assert.equal((await failure(c.crds.readCustomResourceDefinition({ name: `${P}.${G}` }))).code, 404);
+  });
+
   test("a CRD with a CEL rule other than self == oldSelf is refused, not silently unenforced", async () => {
     const crd: any = upstreamCrd();
     crd.metadata.name = `widgets.example.com`;
