@@ -1,12 +1,14 @@
 // The sidecar's Kubernetes transport over TLS: HTTP/2 with one connection for everything, HTTP/1.1
 // when the server does not speak h2, streams refused unprocessed sent again, and a ping that drops
 // a connection that stopped answering.
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
+import { createServer as createTlsServer } from "node:tls";
 import { createSecureServer } from "node:http2";
 import * as net from "node:net";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Server, Socket } from "node:net";
 import { KubeTransport } from "../../sidecar/kube/transport.js";
 import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
 import { KubeError } from "../../sidecar/kube/api.js";
@@ -34,25 +36,48 @@ test("over TLS, concurrent requests and a watch share one HTTP/2 connection", as
   await watching;
 });
 
-test("a TLS server without HTTP/2: requests go over HTTP/1.1, and the caller is told once", async (t) => {
-  const cert = await selfSignedCert();
-  let served = 0;
-  const server = createHttpsServer({ key: cert.key, cert: cert.cert }, (req, res) => {
-    served++;
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ metadata: { name: "default" }, via: req.httpVersion }));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+/** The namespace, answered over HTTP/1.1 (saying which HTTP version carried the request). */
+function answerHttp1(req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify({ metadata: { name: "default" }, via: req.httpVersion }));
+}
+
+/** Three requests through a transport to `server` all go over HTTP/1.1, and the caller is told so once. */
+async function expectHttp1(t: TestContext, server: Server, ca: string): Promise<void> {
   const told: string[] = [];
   const transport = new KubeTransport(
-    { server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), ca: Buffer.from(cert.cert), token: () => "t" },
+    { server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), ca: Buffer.from(ca), token: () => "t" },
     { onHttp1: (reason) => told.push(reason) },
   );
   t.after(() => transport.close());
   for (let i = 0; i < 3; i++) assert.deepEqual(await get(transport), { metadata: { name: "default" }, via: "1.1" });
-  assert.equal(served, 3);
   assert.deepEqual(told, ["the API server does not speak HTTP/2"]);
+}
+
+test("a TLS server without HTTP/2: requests go over HTTP/1.1, and the caller is told once", async (t) => {
+  const cert = await selfSignedCert();
+  let served = 0;
+  const server = createHttpsServer({ key: cert.key, cert: cert.cert }, (req, res) => (served++, answerHttp1(req, res)));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+  await expectHttp1(t, server, cert.cert);
+  assert.equal(served, 3);
+});
+
+test("a TLS server that negotiates no protocol at all (no ALPN): requests go over HTTP/1.1", async (t) => {
+  const cert = await selfSignedCert();
+  // What an old proxy in front of the API server may be: TLS without ALPN, HTTP/1.1 inside. The
+  // handshake succeeds and names no protocol, so the h2 session is given up at "connect".
+  const http1 = createHttpServer(answerHttp1);
+  // (http1 never listens, so it tracks no connections to close: the TLS server's are closed here.)
+  const sockets = new Set<Socket>();
+  const server = createTlsServer({ key: cert.key, cert: cert.cert }, (socket) => {
+    sockets.add(socket);
+    http1.emit("connection", socket);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (sockets.forEach((s) => s.destroy()), server.close(() => r()))));
+  await expectHttp1(t, server, cert.cert);
 });
 
 test("requests sent before the server said how many streams it takes are sent again, not failed", async (t) => {
@@ -74,10 +99,12 @@ async function freezableRelay(port: number) {
   const pairs: [net.Socket, net.Socket][] = [];
   const all = new Set<net.Socket>();
   let accepted = 0;
+  let fromServer = 0;
   const relay = net.createServer((client) => {
     accepted++;
     const upstream = net.connect(port, "127.0.0.1");
     client.pipe(upstream).pipe(client);
+    upstream.on("data", (chunk: Buffer) => (fromServer += chunk.length));
     client.on("error", () => upstream.destroy());
     upstream.on("error", () => client.destroy());
     pairs.push([client, upstream]);
@@ -90,6 +117,8 @@ async function freezableRelay(port: number) {
   return {
     port: (relay.address() as AddressInfo).port,
     accepted: () => accepted,
+    /** Bytes the server has sent through the relay so far. */
+    fromServer: () => fromServer,
     freeze() {
       for (const [client, upstream] of pairs.splice(0)) {
         client.unpipe(upstream);
@@ -115,6 +144,14 @@ test("a connection that stops answering is dropped by its ping; the next request
   const transport = new KubeTransport({ ...ep, server: new URL(`https://127.0.0.1:${relay.port}`) }, { pingEveryMs: 100, pingTimeoutMs: 200 });
   t.after(() => transport.close());
   assert.equal((await get(transport)).metadata.name, "default");
+  // Idle, the connection is pinged and answers (each answer is bytes from the server): it is
+  // pinged again after an answer, and an answered ping leaves it in place.
+  for (let answers = 0; answers < 3; answers++) {
+    const seen = relay.fromServer();
+    await waitFor(`ping answer ${answers + 1} from the idle server`, () => relay.fromServer() > seen);
+  }
+  assert.equal((await get(transport)).metadata.name, "default");
+  assert.equal(relay.accepted(), 1, "a connection that answers its pings is kept");
   relay.freeze();
   // Without the ping this request would wait out its whole 20 s deadline and end as a Timeout.
   await assert.rejects(get(transport, 20_000), (e: KubeError) => e instanceof KubeError && e.reason === "Unavailable" && /ping/.test(e.message));
