@@ -4,11 +4,10 @@
 // slice the recorder uses; the integration tests cover the real API server.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Writable } from "node:stream";
-import winston from "winston";
 import type { EventRecord } from "../../controller/kube/api.js";
 import { EventRecorder } from "../../controller/report/events.js";
 import type { PvInfo } from "../../controller/plan/types.js";
+import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
 
 function fakeKube() {
@@ -51,16 +50,6 @@ function fakeKube() {
   };
 }
 
-function captureLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  });
-  return { lines, logger: winston.createLogger({ level: "info", format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] }) };
-}
 
 /** The recorder's two metrics: drops counted, the backlog's depth as last set. */
 const metrics = () => {
