@@ -68,6 +68,20 @@ test("in-cluster without KUBERNETES_SERVICE_HOST is a clear configuration error"
   assert.throws(() => inClusterEndpoint(undefined, undefined), /not in a cluster/);
 });
 
+test("in-cluster: KUBERNETES_SERVICE_HOST and _PORT are both needed; with both, the pod's service account is read", () => {
+  for (const [host, port] of [[undefined, "443"], ["10.96.0.1", undefined], ["10.96.0.1", ""], ["", "443"]]) {
+    assert.throws(() => inClusterEndpoint(host, port), (e: Error) => e instanceof KubeConfigError && /not in a cluster/.test(e.message), `host ${host}, port ${port}`);
+  }
+  // Past that check the service account's CA and token are read: outside a pod they are missing
+  // (not a configuration error of ours); inside one, an IPv6 service address gets its brackets.
+  try {
+    assert.equal(inClusterEndpoint("fd00:10:96::1", "443").server.href, "https://[fd00:10:96::1]:443/");
+  } catch (e) {
+    assert.ok(!(e instanceof KubeConfigError), String(e));
+    assert.equal((e as NodeJS.ErrnoException).code, "ENOENT");
+  }
+});
+
 test("an unreachable API server is a KubeError with status 0; a deadline is a Timeout", async () => {
   const t = new KubeTransport({ server: new URL("http://127.0.0.1:1"), token: () => undefined });
   await assert.rejects(t.request("GET", "/api", undefined, AbortSignal.timeout(5000)), (e: KubeError) => e instanceof KubeError && e.status === 0 && e.reason === "Unavailable");
