@@ -26,14 +26,17 @@ export function inClusterEndpoint(host: string | undefined, port: string | undef
   return { server: new URL(`https://${h}:${port}`), ca: readFileSync(`${SA_DIR}/ca.crt`), token: tokenFile(`${SA_DIR}/token`) };
 }
 
-/** A token read from a file, re-read every TOKEN_REREAD_MS (the kubelet rotates it). */
-export function tokenFile(path: string): () => string {
+/**
+ * A token read from a file, re-read every TOKEN_REREAD_MS (the kubelet rotates it) rather than at
+ * every request. `now` is the clock (a test's).
+ */
+export function tokenFile(path: string, now: () => number = Date.now): () => string {
   let cached = "";
-  let at = 0;
+  let at = -Infinity;
   return () => {
-    if (Date.now() - at > TOKEN_REREAD_MS) {
+    if (now() - at > TOKEN_REREAD_MS) {
       cached = readFileSync(path, "utf8").trim();
-      at = Date.now();
+      at = now();
     }
     return cached;
   };

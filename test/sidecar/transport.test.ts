@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { KubeConfigError, inClusterEndpoint } from "../../sidecar/kube/endpoint.js";
+import { KubeConfigError, inClusterEndpoint, tokenFile } from "../../sidecar/kube/endpoint.js";
 import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
 import { KubeTransport, linesOf } from "../../sidecar/kube/transport.js";
 import { KubeError } from "../../sidecar/kube/api.js";
@@ -80,6 +80,19 @@ test("in-cluster: KUBERNETES_SERVICE_HOST and _PORT are both needed; with both, 
     assert.ok(!(e instanceof KubeConfigError), String(e));
     assert.equal((e as NodeJS.ErrnoException).code, "ENOENT");
   }
+});
+
+test("a token file is read once a minute, not at every request: a rotated token is used from the next read on", () => {
+  const path = join(tempDir(), "token");
+  writeFileSync(path, "first\n");
+  let clock = 1_000_000;
+  const token = tokenFile(path, () => clock);
+  assert.equal(token(), "first");
+  writeFileSync(path, "rotated\n");
+  clock += 59_000;
+  assert.equal(token(), "first", "within the minute: the token already read");
+  clock += 2_000;
+  assert.equal(token(), "rotated", "a minute on: read again");
 });
 
 test("an unreachable API server is a KubeError with status 0; a deadline is a Timeout", async () => {
