@@ -1,6 +1,7 @@
 // A driver that answers but fails the handshake (here: an empty name from GetIdentity, which would
 // label every metric with nothing) is not taken as ready: the sidecar says why at warn, tries
-// again, and is ready once the driver answers properly.
+// again a second later, and is ready once the driver answers properly. A driver not there yet is
+// waited for quietly: "still waiting" is said every 10 s, not at every attempt.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -18,13 +19,24 @@ let conn: DriverConnection | undefined;
 after(() => {
   conn?.close();
   server?.forceShutdown();
+  late?.close();
+  lateServer?.forceShutdown();
+});
+
+let late: DriverConnection | undefined;
+let lateServer: grpc.Server | undefined;
+
+const identity = (name: string): IdentityServer => ({
+  getIdentity: (_c, cb) => cb(null, { name, vendorVersion: "1.0.0", manifest: {} }),
+  getCapabilities: (_c, cb) => cb(null, { capabilities: [] }),
+  probe: (_c, cb) => cb(null, { ready: true }),
 });
 
 test("a failed handshake is logged with its reason and retried until the driver answers properly", async () => {
   const socket = join(tempDir(), "addons.sock");
-  let identityCalls = 0;
+  const identityAt: number[] = [];
   const impl: IdentityServer = {
-    getIdentity: (_c, cb) => cb(null, { name: ++identityCalls === 1 ? "" : "handshake.csi.example.com", vendorVersion: "1.0.0", manifest: {} }),
+    getIdentity: (_c, cb) => cb(null, { name: identityAt.push(Date.now()) === 1 ? "" : "handshake.csi.example.com", vendorVersion: "1.0.0", manifest: {} }),
     getCapabilities: (_c, cb) => cb(null, { capabilities: [] }),
     probe: (_c, cb) => cb(null, { ready: true }),
   };
@@ -35,11 +47,27 @@ test("a failed handshake is logged with its reason and retried until the driver 
   conn.on("ready", (e) => ready.push(e));
   conn.start();
   await waitFor("ready after the retry", () => ready.length === 1);
-  assert.equal(identityCalls, 2);
+  assert.equal(identityAt.length, 2);
+  // Not hammered: the retry comes a second later (the sidecar's RETRY_MS), not at once.
+  assert.ok(identityAt[1]! - identityAt[0]! >= 950, `retried after ${identityAt[1]! - identityAt[0]!} ms`);
   assert.equal(ready[0]!.info.name, "handshake.csi.example.com");
   const failed = lines.filter((l) => l["message"] === "driver handshake failed; retrying");
   assert.equal(failed.length, 1, JSON.stringify(lines));
   assert.equal(failed[0]!["level"], "warn");
   assert.equal(failed[0]!["socket"], socket);
   assert.match(String(failed[0]!["error"]), /empty name from GetIdentity/);
+});
+
+test("a driver that is not there yet is waited for without a log line per attempt", async () => {
+  const socket = join(tempDir(), "addons.sock");
+  const { lines, logger } = captureLogger();
+  late = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger, reconnectBackoffMs: { initial: 20, max: 20 } });
+  const ready: ReadyEvent[] = [];
+  late.on("ready", (e) => ready.push(e));
+  late.start();
+  // Several dials fail (one every 20 ms) before the driver comes up.
+  await waitFor("a failed dial", () => late!.client.getChannel().getConnectivityState(false) === 3 /* TRANSIENT_FAILURE */);
+  lateServer = await serveFakeDriver(socket, IdentityService, identity("late.csi.example.com"));
+  await waitFor("ready once the driver is up", () => ready.length === 1);
+  assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("still waiting for driver")), [], "the first reminder is 10 s away");
 });
