@@ -1,6 +1,7 @@
 // Issue 12: a restarted driver is dialled when its socket appears, not when a reconnect backoff
-// expires. The connection here backs off a whole minute between attempts, so only the socket
-// watch can bring it back within the test's deadline; the fake driver restarts twice.
+// expires. The connection here backs off a whole minute between attempts (and reminds that it is
+// waiting only once a minute), so only the socket watch can bring it back within the test's
+// deadline; the fake driver restarts twice.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -33,7 +34,14 @@ after(() => {
 test("a driver that comes back is dialled when its socket appears, without waiting out the reconnect backoff", { timeout: 60_000 }, async () => {
   const socket = join(tempDir(), "addons.sock");
   await serveDriver(socket, "boot-1");
-  conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger: createLogger("error", "json"), reconnectBackoffMs: { initial: BACKOFF_MS, max: BACKOFF_MS } });
+  // The "still waiting" reminder also wakes the wait (and dials anew): a minute away too.
+  conn = new DriverConnection({
+    socketPath: socket,
+    callTimeoutMs: 5_000,
+    logger: createLogger("error", "json"),
+    reconnectBackoffMs: { initial: BACKOFF_MS, max: BACKOFF_MS },
+    waitLogIntervalMs: BACKOFF_MS,
+  });
   const ready: ReadyEvent[] = [];
   let downs = 0;
   conn.on("ready", (e) => ready.push(e));
