@@ -31,6 +31,14 @@ test("kubeconfig: server, CA data, token", async () => {
   assert.equal(ep.token(), "t0k");
 });
 
+test("kubeconfig: the server's certificate is verified unless insecure-skip-tls-verify is true", async () => {
+  const skip = async (cluster: Record<string, unknown>) =>
+    (await kubeconfigEndpoint(kubeconfig(tempDir(), { token: "t" }, { server: "https://api:6443", ...cluster }))).insecureSkipTlsVerify;
+  assert.equal(await skip({}), false);
+  assert.equal(await skip({ "insecure-skip-tls-verify": false }), false);
+  assert.equal(await skip({ "insecure-skip-tls-verify": true }), true);
+});
+
 test("kubeconfig: a JSON kubeconfig gives the same endpoint as the same kubeconfig in YAML", async () => {
   const dir = tempDir();
   const cluster = { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") };
