@@ -2,6 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { Readable } from "node:stream";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { KubeConfigError, inClusterEndpoint, tokenFile } from "../../sidecar/kube/endpoint.js";
@@ -101,6 +103,22 @@ test("a token file is read once a minute, not at every request: a rotated token 
   assert.equal(token(), "first", "within the minute: the token already read");
   clock += 2_000;
   assert.equal(token(), "rotated", "a minute on: read again");
+});
+
+test("a watch the API refuses is a KubeError with the Status's reason and message", async (t) => {
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(403, { "content-type": "application/json" });
+    res.end(JSON.stringify({ kind: "Status", status: "Failure", reason: "Forbidden", message: 'nodes "node-1" is forbidden: cannot watch', code: 403 }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+  const transport = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => "t" });
+  t.after(() => transport.close());
+  await assert.rejects(
+    transport.watch("/api/v1/nodes?watch=true", AbortSignal.timeout(5_000), () => {}),
+    (e: KubeError) => e instanceof KubeError && e.status === 403 && e.reason === "Forbidden" && /cannot watch/.test(e.message),
+  );
 });
 
 test("an unreachable API server is a KubeError with status 0; a deadline is a Timeout", async () => {
