@@ -1,11 +1,14 @@
 // A driver that answers but fails the handshake (here: an empty name from GetIdentity, which would
 // label every metric with nothing) is not taken as ready: the sidecar says why at warn, tries
-// again a second later, and is ready once the driver answers properly. A driver not there yet is
-// waited for quietly: "still waiting" is said every 10 s, not at every attempt.
+// again a second later, and is ready once the driver answers properly. A Probe that fails (not a
+// timeout) fails the handshake the same way; a Probe that says not ready is asked again, said at
+// the first attempt and every tenth. A driver not there yet is waited for quietly: "still
+// waiting" is said every 10 s, not at every attempt.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type * as grpc from "@grpc/grpc-js";
+import { Metadata, status as grpcStatus } from "@grpc/grpc-js";
 import { IdentityService, type IdentityServer } from "../../proto/gen/identity/identity.js";
 import { DriverConnection, type ReadyEvent } from "../../sidecar/driver/connection.js";
 import { captureLogger } from "../support/capture-logger.js";
@@ -25,6 +28,36 @@ after(() => {
 
 let late: DriverConnection | undefined;
 let lateServer: grpc.Server | undefined;
+const others: { conn: DriverConnection; server: grpc.Server }[] = [];
+
+after(() => {
+  for (const o of others) {
+    o.conn.close();
+    o.server.forceShutdown();
+  }
+});
+
+/** A connection to a fake driver whose Probe answers with `probe(attempt)`; ready once it says so. */
+async function probed(probe: (attempt: number) => { ready: boolean } | grpc.ServiceError): Promise<{ lines: Record<string, unknown>[]; probes: number }> {
+  const socket = join(tempDir(), "addons.sock");
+  let probes = 0;
+  const server = await serveFakeDriver(socket, IdentityService, {
+    ...identity("probed.csi.example.com"),
+    probe: (_c, cb) => {
+      const answer = probe(++probes);
+      if ("code" in answer) cb(answer, null);
+      else cb(null, answer);
+    },
+  } satisfies IdentityServer);
+  const { lines, logger } = captureLogger();
+  const conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger });
+  others.push({ conn, server });
+  let ready = false;
+  conn.on("ready", () => (ready = true));
+  conn.start();
+  await waitFor("ready", () => ready);
+  return { lines, probes };
+}
 
 const identity = (name: string): IdentityServer => ({
   getIdentity: (_c, cb) => cb(null, { name, vendorVersion: "1.0.0", manifest: {} }),
@@ -70,4 +103,21 @@ test("a driver that is not there yet is waited for without a log line per attemp
   lateServer = await serveFakeDriver(socket, IdentityService, identity("late.csi.example.com"));
   await waitFor("ready once the driver is up", () => ready.length === 1);
   assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("still waiting for driver")), [], "the first reminder is 10 s away");
+});
+
+test("a Probe that fails (not a timeout) fails the handshake: logged with its status, and tried again", async () => {
+  const failure = Object.assign(new Error("probe broke"), { code: grpcStatus.INTERNAL, details: "probe broke", metadata: new Metadata() });
+  const { lines, probes } = await probed((attempt) => (attempt === 1 ? failure : { ready: true }));
+  assert.equal(probes, 2);
+  const failed = lines.filter((l) => l["message"] === "driver handshake failed; retrying");
+  assert.equal(failed.length, 1);
+  assert.match(String(failed[0]!["error"]), /INTERNAL: probe broke/);
+  assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("driver Probe timed out")), []);
+});
+
+test("a Probe that says not ready is asked again; said at the first attempt, not at every one", async () => {
+  const { lines, probes } = await probed((attempt) => ({ ready: attempt > 2 }));
+  assert.equal(probes, 3);
+  const notReady = lines.filter((l) => l["message"] === "driver not ready yet (Probe ready=false)");
+  assert.deepEqual(notReady.map((l) => l["attempt"]), [1]);
 });
