@@ -121,6 +121,33 @@ test("a watch the API refuses is a KubeError with the Status's reason and messag
   );
 });
 
+test("a watch's ERROR event ends it as a KubeError with the event's code (410 Expired: list again), else 500", async (t) => {
+  let event: unknown;
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(`${JSON.stringify({ type: "ADDED", object: { metadata: { name: "n" } } })}\n${JSON.stringify(event)}\n`);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+  const transport = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => "t" });
+  t.after(() => transport.close());
+  const watchUntilError = async (e: unknown) => {
+    event = e;
+    const seen: string[] = [];
+    const err = await transport.watch("/api/v1/nodes?watch=true", AbortSignal.timeout(5_000), (ev) => seen.push(ev.type)).then(() => undefined, (x: unknown) => x);
+    assert.deepEqual(seen, ["ADDED"], "the events before the ERROR are delivered");
+    return err as KubeError;
+  };
+  const expired = await watchUntilError({ type: "ERROR", object: { kind: "Status", reason: "Expired", message: "too old resource version: 1 (42)", code: 410 } });
+  assert.ok(expired instanceof KubeError);
+  assert.equal(expired.status, 410);
+  assert.equal(expired.reason, "Expired");
+  const unnamed = await watchUntilError({ type: "ERROR", object: { kind: "Status", message: "something broke" } });
+  assert.ok(unnamed instanceof KubeError);
+  assert.equal(unnamed.status, 500);
+});
+
 test("an unreachable API server is a KubeError with status 0; a deadline is a Timeout", async () => {
   const t = new KubeTransport({ server: new URL("http://127.0.0.1:1"), token: () => undefined });
   await assert.rejects(t.request("GET", "/api", undefined, AbortSignal.timeout(5000)), (e: KubeError) => e instanceof KubeError && e.status === 0 && e.reason === "Unavailable");
