@@ -7,57 +7,16 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type * as grpc from "@grpc/grpc-js";
-import { Metadata, status as grpcStatus } from "@grpc/grpc-js";
+import { Metadata, status as grpcStatus, type Server, type ServiceError } from "@grpc/grpc-js";
 import { IdentityService, type IdentityServer } from "../../proto/gen/identity/identity.js";
-import { DriverConnection, type ReadyEvent } from "../../sidecar/driver/connection.js";
+import { DriverConnection, type DriverConnectionOptions, type ReadyEvent } from "../../sidecar/driver/connection.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { serveFakeDriver } from "../support/cluster.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
 
-let server: grpc.Server | undefined;
-let conn: DriverConnection | undefined;
-
-after(() => {
-  conn?.close();
-  server?.forceShutdown();
-  late?.close();
-  lateServer?.forceShutdown();
-});
-
-let late: DriverConnection | undefined;
-let lateServer: grpc.Server | undefined;
-const others: { conn: DriverConnection; server: grpc.Server }[] = [];
-
-after(() => {
-  for (const o of others) {
-    o.conn.close();
-    o.server.forceShutdown();
-  }
-});
-
-/** A connection to a fake driver whose Probe answers with `probe(attempt)`; ready once it says so. */
-async function probed(probe: (attempt: number) => { ready: boolean } | grpc.ServiceError): Promise<{ lines: Record<string, unknown>[]; probes: number }> {
-  const socket = join(tempDir(), "addons.sock");
-  let probes = 0;
-  const server = await serveFakeDriver(socket, IdentityService, {
-    ...identity("probed.csi.example.com"),
-    probe: (_c, cb) => {
-      const answer = probe(++probes);
-      if ("code" in answer) cb(answer, null);
-      else cb(null, answer);
-    },
-  } satisfies IdentityServer);
-  const { lines, logger } = captureLogger();
-  const conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger });
-  others.push({ conn, server });
-  let ready = false;
-  conn.on("ready", () => (ready = true));
-  conn.start();
-  await waitFor("ready", () => ready);
-  return { lines, probes };
-}
+const opened: { close(): void }[] = [];
+after(() => opened.forEach((o) => o.close()));
 
 const identity = (name: string): IdentityServer => ({
   getIdentity: (_c, cb) => cb(null, { name, vendorVersion: "1.0.0", manifest: {} }),
@@ -65,20 +24,48 @@ const identity = (name: string): IdentityServer => ({
   probe: (_c, cb) => cb(null, { ready: true }),
 });
 
-test("a failed handshake is logged with its reason and retried until the driver answers properly", async () => {
-  const socket = join(tempDir(), "addons.sock");
-  const identityAt: number[] = [];
-  const impl: IdentityServer = {
-    getIdentity: (_c, cb) => cb(null, { name: identityAt.push(Date.now()) === 1 ? "" : "handshake.csi.example.com", vendorVersion: "1.0.0", manifest: {} }),
-    getCapabilities: (_c, cb) => cb(null, { capabilities: [] }),
-    probe: (_c, cb) => cb(null, { ready: true }),
-  };
-  server = await serveFakeDriver(socket, IdentityService, impl);
+async function serve(socket: string, impl: IdentityServer): Promise<Server> {
+  const server = await serveFakeDriver(socket, IdentityService, impl);
+  opened.push({ close: () => server.forceShutdown() });
+  return server;
+}
+
+/** A started connection to `socket`, logging into `lines`, its ready events in `ready`. */
+function connect(socket: string, more: Partial<DriverConnectionOptions> = {}) {
   const { lines, logger } = captureLogger();
-  conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger });
+  const conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger, ...more });
+  opened.push(conn);
   const ready: ReadyEvent[] = [];
   conn.on("ready", (e) => ready.push(e));
   conn.start();
+  return { conn, lines, ready };
+}
+
+/** A fake driver whose Probe answers with `probe(attempt)`; resolves once the connection is ready. */
+async function probed(probe: (attempt: number) => { ready: boolean } | ServiceError): Promise<{ lines: Record<string, unknown>[]; probes: number }> {
+  const socket = join(tempDir(), "addons.sock");
+  let probes = 0;
+  await serve(socket, {
+    ...identity("probed.csi.example.com"),
+    probe: (_c, cb) => {
+      const answer = probe(++probes);
+      if ("code" in answer) cb(answer, null);
+      else cb(null, answer);
+    },
+  });
+  const { lines, ready } = connect(socket);
+  await waitFor("ready", () => ready.length === 1);
+  return { lines, probes };
+}
+
+test("a failed handshake is logged with its reason and retried until the driver answers properly", async () => {
+  const socket = join(tempDir(), "addons.sock");
+  const identityAt: number[] = [];
+  await serve(socket, {
+    ...identity("handshake.csi.example.com"),
+    getIdentity: (_c, cb) => cb(null, { name: identityAt.push(Date.now()) === 1 ? "" : "handshake.csi.example.com", vendorVersion: "1.0.0", manifest: {} }),
+  });
+  const { lines, ready } = connect(socket);
   await waitFor("ready after the retry", () => ready.length === 1);
   assert.equal(identityAt.length, 2);
   // Not hammered: the retry comes a second later (the sidecar's RETRY_MS), not at once.
@@ -93,14 +80,10 @@ test("a failed handshake is logged with its reason and retried until the driver 
 
 test("a driver that is not there yet is waited for without a log line per attempt", async () => {
   const socket = join(tempDir(), "addons.sock");
-  const { lines, logger } = captureLogger();
-  late = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger, reconnectBackoffMs: { initial: 20, max: 20 } });
-  const ready: ReadyEvent[] = [];
-  late.on("ready", (e) => ready.push(e));
-  late.start();
+  const { conn, lines, ready } = connect(socket, { reconnectBackoffMs: { initial: 20, max: 20 } });
   // Several dials fail (one every 20 ms) before the driver comes up.
-  await waitFor("a failed dial", () => late!.client.getChannel().getConnectivityState(false) === 3 /* TRANSIENT_FAILURE */);
-  lateServer = await serveFakeDriver(socket, IdentityService, identity("late.csi.example.com"));
+  await waitFor("a failed dial", () => conn.client.getChannel().getConnectivityState(false) === 3 /* TRANSIENT_FAILURE */);
+  await serve(socket, identity("late.csi.example.com"));
   await waitFor("ready once the driver is up", () => ready.length === 1);
   assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("still waiting for driver")), [], "the first reminder is 10 s away");
 });
