@@ -6,6 +6,7 @@ import { LeaseElector, type LeaseRecord, type LeaseStore, type StoredLease } fro
 import { checkLeaseTimings } from "../../common/election/timings.js";
 import { FlagError } from "../../common/config/flags.js";
 import { createLogger } from "../../common/log/logger.js";
+import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
 
 function memoryLease(): LeaseStore & { current: StoredLease | undefined; down: boolean } {
@@ -112,4 +113,38 @@ test("client-go's timing rule names the flag that breaks it", () => {
   ] as const) {
     assert.throws(() => checkLeaseTimings(t), (e: Error) => e instanceof FlagError && e.flag === flag);
   }
+});
+
+test("a Lease outage is warned about once, its retries only at debug; the next outage is warned about again", async (t) => {
+  const store = memoryLease();
+  const { lines, logger: captured } = captureLogger("debug");
+  const e = new LeaseElector({ store, logger: captured, lease: "ns/l", identity: "a", ...timings });
+  const failures = (level: string) => lines.filter((l) => l["message"] === "leader election: Lease request failed" && l["level"] === level).length;
+  t.after(() => e.stop());
+  e.start();
+  await waitFor("a leads", () => e.isLeader);
+  for (const outage of [1, 2]) {
+    const retriedBefore = failures("debug");
+    store.down = true;
+    await waitFor(`outage ${outage}: retried at least twice`, () => failures("debug") >= retriedBefore + 2);
+    assert.equal(failures("warn"), outage, `outage ${outage}: one warning`);
+    const renewedBefore = store.current!.renewTimeMs;
+    store.down = false;
+    await waitFor(`outage ${outage} over: renewed again`, () => e.isLeader && store.current!.renewTimeMs > renewedBefore);
+  }
+});
+
+test("a write that fails (not a read) is an outage too: the candidate keeps trying and leads once writes work", async (t) => {
+  const store = memoryLease();
+  const write = store.write.bind(store);
+  let failing = 3;
+  store.write = async (r, rv, signal) => {
+    if (failing-- > 0) throw new Error("connection reset during the write");
+    return write(r, rv, signal);
+  };
+  const e = elector(store, "a");
+  t.after(() => e.stop());
+  e.start();
+  await waitFor("a leads after the failed writes", () => e.isLeader);
+  assert.equal(store.current!.holder, "a");
 });
