@@ -4,25 +4,13 @@
 // `allowed: true` allows. Against a server that answers as told.
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { KubeApi } from "../../sidecar/kube/api.js";
 import { createKubeApi } from "../../sidecar/kube/client.js";
-import { KubeTransport } from "../../sidecar/kube/transport.js";
+import { answeringApi } from "../support/answering-api.js";
 
 async function reviewServer(t: TestContext): Promise<{ kube: KubeApi; answer: (status: unknown) => void }> {
   let status: unknown;
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on("end", () => {
-      res.writeHead(201, { "content-type": "application/json" });
-      res.end(JSON.stringify({ status }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
-  const transport = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => "sidecar" });
-  t.after(() => transport.close());
+  const transport = await answeringApi(t, () => ({ status: 201, body: JSON.stringify({ status }) }));
   return { kube: createKubeApi(transport), answer: (s) => (status = s) };
 }
 

@@ -2,14 +2,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { Readable } from "node:stream";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { KubeConfigError, inClusterEndpoint, tokenFile } from "../../sidecar/kube/endpoint.js";
 import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
 import { KubeTransport, linesOf } from "../../sidecar/kube/transport.js";
 import { KubeError } from "../../sidecar/kube/api.js";
+import { answeringApi } from "../support/answering-api.js";
 import { tempDir } from "../support/proc.js";
 
 function kubeconfig(dir: string, user: Record<string, unknown>, cluster: Record<string, unknown> = { server: "https://127.0.0.1:6443" }, format: "yaml" | "json" = "yaml"): string {
@@ -106,15 +105,8 @@ test("a token file is read once a minute, not at every request: a rotated token 
 });
 
 test("a watch the API refuses is a KubeError with the Status's reason and message", async (t) => {
-  const server = createServer((req, res) => {
-    req.resume();
-    res.writeHead(403, { "content-type": "application/json" });
-    res.end(JSON.stringify({ kind: "Status", status: "Failure", reason: "Forbidden", message: 'nodes "node-1" is forbidden: cannot watch', code: 403 }));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
-  const transport = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => "t" });
-  t.after(() => transport.close());
+  const status = { kind: "Status", status: "Failure", reason: "Forbidden", message: 'nodes "node-1" is forbidden: cannot watch', code: 403 };
+  const transport = await answeringApi(t, () => ({ status: 403, body: JSON.stringify(status) }));
   await assert.rejects(
     transport.watch("/api/v1/nodes?watch=true", AbortSignal.timeout(5_000), () => {}),
     (e: KubeError) => e instanceof KubeError && e.status === 403 && e.reason === "Forbidden" && /cannot watch/.test(e.message),
@@ -123,15 +115,7 @@ test("a watch the API refuses is a KubeError with the Status's reason and messag
 
 test("a watch's ERROR event ends it as a KubeError with the event's code (410 Expired: list again), else 500", async (t) => {
   let event: unknown;
-  const server = createServer((req, res) => {
-    req.resume();
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(`${JSON.stringify({ type: "ADDED", object: { metadata: { name: "n" } } })}\n${JSON.stringify(event)}\n`);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
-  const transport = new KubeTransport({ server: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), token: () => "t" });
-  t.after(() => transport.close());
+  const transport = await answeringApi(t, () => ({ status: 200, body: `${JSON.stringify({ type: "ADDED", object: { metadata: { name: "n" } } })}\n${JSON.stringify(event)}\n` }));
   const watchUntilError = async (e: unknown) => {
     event = e;
     const seen: string[] = [];
