@@ -42,6 +42,8 @@ export interface LeaseElectorOptions {
   leaseDurationMs: number;
   renewDeadlineMs: number;
   retryPeriodMs: number;
+  /** The wait between tries; tests pass one that records. Default: a timer ended by the signal. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 const JITTER = 1.2;
@@ -53,9 +55,11 @@ export class LeaseElector extends EventEmitter<{ leading: [boolean] }> {
   private failing = false;
   /** The last record seen, and when (local clock) it last changed. */
   private observed: { key: string; atMs: number } | undefined;
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
 
   constructor(private readonly opts: LeaseElectorOptions) {
     super();
+    this.sleep = opts.sleep ?? delay;
   }
 
   get isLeader(): boolean {
@@ -92,7 +96,8 @@ export class LeaseElector extends EventEmitter<{ leading: [boolean] }> {
         logger.warn("could not renew the Lease within the renew deadline; no longer the leader", { lease });
         this.setLeading(false);
       }
-      await delay(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
+      // Candidates spread their tries (client-go's JitterUntil) so they do not hit the API together.
+      await this.sleep(this.leading ? retryPeriodMs : retryPeriodMs * (1 + Math.random() * (JITTER - 1)), signal);
     }
   }
 

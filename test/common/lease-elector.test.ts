@@ -8,6 +8,7 @@ import { FlagError } from "../../common/config/flags.js";
 import { createLogger } from "../../common/log/logger.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
+import { delay } from "../../common/util/delay.js";
 
 function memoryLease(): LeaseStore & { current: StoredLease | undefined; down: boolean } {
   let version = 0;
@@ -47,6 +48,7 @@ test("one of two candidates leads; stop() releases, and the other takes over at 
   const released = Date.now();
   await a.stop();
   assert.notEqual(store.current?.holder, "a", "released (or already taken over)");
+  if (store.current!.holder === "") assert.equal(store.current!.durationMs, 1_000, "released as client-go does: a 1 s duration, which the API accepts (0 it refuses)");
   await waitFor("b leads", () => b.isLeader);
   assert.ok(Date.now() - released < timings.leaseDurationMs, "no wait for the lease to expire");
   assert.equal(store.current!.transitions, 1);
@@ -92,38 +94,51 @@ test("a holder that stops renewing (crash) is replaced only after the lease dura
   await b.stop();
 });
 
-test("a leader that cannot renew for the renew deadline steps down", async () => {
+test("a leader that cannot renew for the renew deadline steps down, and says so", async (t) => {
   const store = memoryLease();
-  const a = elector(store, "a");
+  const { lines, logger: captured } = captureLogger("warn");
+  const a = new LeaseElector({ store, logger: captured, lease: "ns/l", identity: "a", ...timings });
+  t.after(() => a.stop());
   a.start();
   await waitFor("a leads", () => a.isLeader);
   store.down = true;
   await waitFor("a steps down", () => !a.isLeader, { timeoutMs: 5_000 });
+  assert.deepEqual(
+    lines.filter((l) => String(l["message"]).includes("renew deadline")).map((l) => [l["level"], l["lease"]]),
+    [["warn", "ns/l"]],
+  );
   store.down = false;
   await waitFor("a leads again", () => a.isLeader, { timeoutMs: 5_000 });
-  await a.stop();
 });
 
 test("client-go's timing rule names the flag that breaks it", () => {
   checkLeaseTimings({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 });
   for (const [t, flag] of [
     [{ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 0 }, "leader-election-retry-period"],
+    [{ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: -1 }, "leader-election-retry-period"],
     [{ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 9_000 }, "leader-election-renew-deadline"],
     [{ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }, "leader-election-lease-duration"],
   ] as const) {
     assert.throws(() => checkLeaseTimings(t), (e: Error) => e instanceof FlagError && e.flag === flag);
   }
+  // The smallest timings the rule allows are accepted: positive is positive.
+  checkLeaseTimings({ leaseDurationMs: 3, renewDeadlineMs: 2, retryPeriodMs: 1 });
 });
 
-test("a Lease outage is warned about once, its retries only at debug; the next outage is warned about again", async (t) => {
+test("a Lease outage is warned about once (also one from the start), its retries only at debug; the next outage is warned about again", async (t) => {
   const store = memoryLease();
   const { lines, logger: captured } = captureLogger("debug");
   const e = new LeaseElector({ store, logger: captured, lease: "ns/l", identity: "a", ...timings });
   const failures = (level: string) => lines.filter((l) => l["message"] === "leader election: Lease request failed" && l["level"] === level).length;
   t.after(() => e.stop());
+  // The API is down from the start: the first failure is an outage's first, so it warns.
+  store.down = true;
   e.start();
+  await waitFor("down from the start: retried", () => failures("debug") >= 1);
+  assert.equal(failures("warn"), 1, "down from the start: one warning");
+  store.down = false;
   await waitFor("a leads", () => e.isLeader);
-  for (const outage of [1, 2]) {
+  for (const outage of [2, 3]) {
     const retriedBefore = failures("debug");
     store.down = true;
     await waitFor(`outage ${outage}: retried at least twice`, () => failures("debug") >= retriedBefore + 2);
@@ -147,4 +162,122 @@ test("a write that fails (not a read) is an outage too: the candidate keeps tryi
   e.start();
   await waitFor("a leads after the failed writes", () => e.isLeader);
   assert.equal(store.current!.holder, "a");
+});
+
+test("a candidate waits retry period x [1, 1.2) between tries (client-go's jitter); the leader renews every retry period exactly", async (t) => {
+  const store = memoryLease();
+  const now = Date.now();
+  store.current = { holder: "other", renewTimeMs: now, acquireTimeMs: now, durationMs: 3_600_000, transitions: 0, resourceVersion: "x" };
+  const waits: { ms: number; leading: boolean }[] = [];
+  const e = new LeaseElector({
+    store, logger, lease: "ns/l", identity: "b", ...timings,
+    sleep: (ms, signal) => {
+      waits.push({ ms, leading: e.isLeader });
+      return delay(1, signal);
+    },
+  });
+  t.after(() => e.stop());
+  e.start();
+  await waitFor("30 tries as a candidate", () => waits.length >= 30);
+  store.current = { ...store.current!, holder: "", resourceVersion: "y" };
+  await waitFor("10 renewals as the leader", () => waits.filter((w) => w.leading).length >= 10);
+  const candidate = waits.filter((w) => !w.leading).map((w) => w.ms);
+  for (const ms of candidate) assert.ok(ms >= timings.retryPeriodMs && ms < timings.retryPeriodMs * 1.2, `candidate waited ${ms} ms`);
+  assert.ok(new Set(candidate).size > 1, `candidates' waits are spread, not all ${candidate[0]} ms`);
+  assert.deepEqual(new Set(waits.filter((w) => w.leading).map((w) => w.ms)), new Set([timings.retryPeriodMs]));
+});
+
+test("stop() returns only once the request in flight has ended, so no Lease request outlives it", async () => {
+  const store = memoryLease();
+  let inFlight = 0;
+  const counted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => async (...args: A) => {
+    inFlight++;
+    try {
+      return await call(...args);
+    } finally {
+      inFlight--;
+    }
+  };
+  const write = store.write.bind(store);
+  store.read = counted(store.read.bind(store));
+  store.write = counted(write);
+  const a = elector(store, "a");
+  a.start();
+  await waitFor("a leads", () => a.isLeader);
+  // The next renewal hangs until it is cancelled, and its cancellation is answered a little later,
+  // as an HTTP request's is; writes after it (the release) go through, answered after 20 ms.
+  let hung = false;
+  store.write = counted((r, rv, signal) => {
+    if (hung) return delay(20).then(() => write(r, rv, signal));
+    hung = true;
+    return new Promise<boolean>((_, reject) => signal.addEventListener("abort", () => setTimeout(() => reject(new Error("aborted")), 20), { once: true }));
+  });
+  await waitFor("the renewal hangs", () => hung);
+  await a.stop();
+  assert.equal(inFlight, 0, "a Lease request still in flight after stop() returned");
+  assert.equal(a.isLeader, false);
+  assert.equal(store.current!.holder, "", "released after the hung renewal ended");
+  assert.equal(store.current!.durationMs, 1_000);
+});
+
+test("a Lease request gets at least 1 s, even when half the renew deadline is shorter", async (t) => {
+  const store = memoryLease();
+  let abortedAfterMs: number | undefined;
+  const read = store.read.bind(store);
+  store.read = (signal) => {
+    if (abortedAfterMs !== undefined) return read(signal);
+    const started = Date.now();
+    return new Promise((_, reject) =>
+      signal.addEventListener("abort", () => {
+        abortedAfterMs ??= Date.now() - started;
+        reject(new Error("timed out"));
+      }, { once: true }),
+    );
+  };
+  const e = elector(store, "a"); // renew deadline 400 ms: half of it would be 200 ms
+  t.after(() => e.stop());
+  e.start();
+  await waitFor("the first read timed out", () => abortedAfterMs !== undefined, { timeoutMs: 5_000 });
+  assert.ok(abortedAfterMs! >= 950, `the read was cancelled after ${abortedAfterMs} ms`);
+});
+
+test("a leader that misses renewals for less than the renew deadline stays the leader", async (t) => {
+  const store = memoryLease();
+  const a = elector(store, "a");
+  const seen: boolean[] = [];
+  a.on("leading", (on) => seen.push(on));
+  t.after(() => a.stop());
+  a.start();
+  await waitFor("a leads", () => a.isLeader);
+  // Two failed renewals (~100 ms at a 50 ms retry period), well inside the 400 ms renew deadline.
+  let failed = 0;
+  const write = store.write.bind(store);
+  store.write = async (r, rv, signal) => {
+    if (failed < 2) {
+      failed++;
+      throw new Error("connection reset");
+    }
+    return write(r, rv, signal);
+  };
+  const renewed = store.current!.renewTimeMs;
+  await waitFor("renewed again after the two failures", () => failed === 2 && store.current!.renewTimeMs > renewed);
+  assert.deepEqual(seen, [true], "led throughout");
+});
+
+test("a leader that cannot release its Lease at stop() warns; a candidate that never led says it at debug only", async () => {
+  for (const led of [true, false]) {
+    const store = memoryLease();
+    if (!led) {
+      const now = Date.now();
+      store.current = { holder: "other", renewTimeMs: now, acquireTimeMs: now, durationMs: 3_600_000, transitions: 0, resourceVersion: "x" };
+    }
+    const { lines, logger: captured } = captureLogger("debug");
+    const e = new LeaseElector({ store, logger: captured, lease: "ns/l", identity: "a", ...timings });
+    e.start();
+    await waitFor(led ? "a leads" : "a has tried", () => (led ? e.isLeader : store.current!.holder === "other"));
+    store.down = true;
+    await e.stop();
+    const said = lines.filter((l) => String(l["message"]).startsWith("could not release the Lease"));
+    assert.deepEqual(said.map((l) => [l["level"], l["lease"], l["error"]]), led ? [["warn", "ns/l", "API down"]] : [["debug", "ns/l", "API down"]]);
+  }
 });
