@@ -22,7 +22,8 @@ fence, replication, volumegroup) on the addons socket, and csi.v1 Identity/Node 
                                "controllerService": false},
                                "volumes": {"<id>": {"state": "HEALTHY|ABNORMAL|UNSUPPORTED", "reason": "",
                                "message": "", "heal": "SUCCEED|FAIL|NOT_HEALABLE", "delayMs": 0, "locked": false}},
-                               "space": {"<id>": {"usedBytes": 0, "reclaimableBytes": 0, "reclaimedBytes": 0}},
+                               "space": {"<id>": {"usedBytes": 0, "reclaimableBytes": 0, "reclaimedBytes": 0}}
+                               (a reclaim of a volume without one answers no usage, as ceph-csi's),
                                "keyRotations": {"<id>": 0}, "fenced": ["<cidr>"],
                                "fenceClients": [{"id": "", "addresses": ["<cidr>"]}],
                                "replication": {"volume:<id>|volumegroup:<id>": {"enabled": false,

@@ -1,8 +1,11 @@
 // reclaimspace.ReclaimSpaceController and ReclaimSpaceNode: a reclaim moves the volume's
-// reclaimableBytes out of usedBytes and adds them to reclaimedBytes in the state file.
+// reclaimableBytes out of usedBytes and adds them to reclaimedBytes in the state file. A volume
+// without a space record is trimmed but not measured: no usage in the answer, as ceph-csi's
+// fstrim-based NodeReclaimSpace answers (the spec makes both usages optional).
 import {
   ControllerReclaimSpaceRequest,
   NodeReclaimSpaceRequest,
+  type ControllerReclaimSpaceResponse,
   ReclaimSpaceControllerService,
   ReclaimSpaceNodeService,
   type ReclaimSpaceControllerServer,
@@ -13,17 +16,18 @@ import { admitAddon, lockVolume, stagedVolume, type Driver } from "./driver.js";
 import { unary, type RpcEnv } from "./rpc.js";
 import { Status, StatusError } from "./status.js";
 
-function reclaim(driver: Driver, volumeId: string) {
-  let pre = 0;
-  let post = 0;
+function reclaim(driver: Driver, volumeId: string): ControllerReclaimSpaceResponse {
+  let usage: ControllerReclaimSpaceResponse = { preUsage: undefined, postUsage: undefined };
   driver.store.update((raw) => {
-    const { usedBytes = 0, reclaimableBytes = 0, reclaimedBytes = 0 } = raw.space?.[volumeId] ?? {};
-    pre = usedBytes;
-    post = Math.max(0, usedBytes - reclaimableBytes);
-    const next = { usedBytes: post, reclaimableBytes: 0, reclaimedBytes: reclaimedBytes + (pre - post) };
+    const space = raw.space?.[volumeId];
+    if (!space) return raw;
+    const { usedBytes = 0, reclaimableBytes = 0, reclaimedBytes = 0 } = space;
+    const post = Math.max(0, usedBytes - reclaimableBytes);
+    usage = { preUsage: { usageBytes: usedBytes }, postUsage: { usageBytes: post } };
+    const next = { usedBytes: post, reclaimableBytes: 0, reclaimedBytes: reclaimedBytes + (usedBytes - post) };
     return { ...raw, space: { ...raw.space, [volumeId]: next } };
   });
-  return { preUsage: { usageBytes: pre }, postUsage: { usageBytes: post } };
+  return usage;
 }
 
 export function reclaimSpaceControllerServer(driver: Driver, env: RpcEnv): ReclaimSpaceControllerServer {

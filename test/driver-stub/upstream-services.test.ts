@@ -91,7 +91,7 @@ describe("driver-stub csi-addons spec services", () => {
   it("reclaim space: controller (any volume) and node (staged, under the volume lock) move reclaimable bytes", async () => {
     fx.stub.setState({
       capabilities: ALL_ON,
-      volumes: { staged: {}, busy: { locked: true } },
+      volumes: { staged: {}, "staged-unmeasured": {}, busy: { locked: true } },
       space: { cold: { usedBytes: 1000, reclaimableBytes: 400 }, staged: { usedBytes: 50, reclaimableBytes: 20, reclaimedBytes: 5 } },
     });
     assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "cold", parameters: { pool: "rbd" }, secrets: SECRETS }), {
@@ -107,6 +107,13 @@ describe("driver-stub csi-addons spec services", () => {
       cold: { usedBytes: 600, reclaimableBytes: 0, reclaimedBytes: 400 },
       staged: { usedBytes: 30, reclaimableBytes: 0, reclaimedBytes: 25 },
     });
+    // A volume without a space record is trimmed but not measured: no usage, as ceph-csi answers.
+    assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "unmeasured", secrets: SECRETS }), { preUsage: undefined, postUsage: undefined });
+    assert.deepEqual(await a.nodeReclaimSpace({ volumeId: "staged-unmeasured", stagingTargetPath: STAGING_PATH, volumeCapability: capability, secrets: SECRETS }), {
+      preUsage: undefined,
+      postUsage: undefined,
+    });
+    assert.equal(fx.stub.readState().space?.["unmeasured"], undefined, "no record made up");
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "gone", stagingTargetPath: STAGING_PATH }), grpcError(status.NOT_FOUND));
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "busy", stagingTargetPath: STAGING_PATH }), grpcError(status.ABORTED));
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "staged" }), grpcError(status.INVALID_ARGUMENT));

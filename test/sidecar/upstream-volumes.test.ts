@@ -9,6 +9,8 @@ import { codeName } from "../support/grpc.js";
 import { reflectionClient } from "../support/reflection.js";
 import { waitFor } from "../support/wait.js";
 import { DRIVER, NAMESPACE, pv, secret } from "../support/fixtures.js";
+import { restartDriverStub } from "../support/driver-stub.js";
+import { waitHealth } from "../support/sidecar.js";
 import { logged, upstreamFixture } from "./upstream-harness.js";
 
 const SECRET_VALUE = "s3cr3t-Value-never-logged-5e2b";
@@ -32,6 +34,7 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
       }),
       pv("pv-block", { handle: "vol-block", block: true, accessModes: ["ReadWriteMany"] }),
       pv("pv-slow", { handle: "vol-slow" }),
+      pv("pv-unmeasured", { handle: "vol-unmeasured" }),
       pv("pv-nosecret", { handle: "vol-nosecret", secret: { namespace: NAMESPACE, name: "missing-secret" } }),
       pv("pv-other-driver", { handle: "vol-other", driver: "other.csi.example.com" }),
       { apiVersion: "v1", kind: "PersistentVolume", metadata: { name: "pv-hostpath" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } } },
@@ -39,10 +42,11 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     {
       // VolumeGroup stays off: its methods must answer UNIMPLEMENTED without a driver call.
       capabilities: { reclaimSpaceOffline: true, reclaimSpaceOnline: true, encryptionKeyRotation: true },
-      volumes: { "vol-file": {}, "vol-block": {}, "vol-slow": { delayMs: 10_000 }, "vol-nosecret": {} },
+      volumes: { "vol-file": {}, "vol-block": {}, "vol-slow": { delayMs: 10_000 }, "vol-nosecret": {}, "vol-unmeasured": {} },
       space: { "vol-file": { usedBytes: 1000, reclaimableBytes: 300 }, "vol-block": { usedBytes: 500, reclaimableBytes: 100 } },
     },
-    ["--timeout=2s"],
+    // One driver slot: a stuck call holds it, so a call waiting for it can be seen.
+    ["--timeout=2s", "--max-inflight=1"],
   );
 
   test("NodeReclaimSpace on a filesystem volume: handle, the kubelet's staging path, capability and stage secrets reach the driver", async () => {
@@ -71,6 +75,17 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     assert.ok(r.ok, JSON.stringify(r));
     const [c] = fx.driverCalls("/reclaimspace.ReclaimSpaceController/ControllerReclaimSpace");
     assert.deepEqual(c!.request, { volumeId: "vol-file", parameters: { pool: "rbd", clusterID: "c1" }, secrets: logged(STAGE_SECRETS) });
+  });
+
+  test("a driver that reports no usage (ceph-csi's fstrim does not): both reclaims answer OK without usage", async () => {
+    for (const reclaim of [fx.up.nodeReclaimSpace, fx.up.controllerReclaimSpace]) {
+      const r = await reclaim("pv-unmeasured");
+      assert.ok(r.ok, JSON.stringify(r));
+      assert.equal(r.value.preUsage, undefined);
+      assert.equal(r.value.postUsage, undefined);
+    }
+    const unmeasured = (method: string) => fx.driverCalls(method).filter((c) => c.request.volumeId === "vol-unmeasured" && c.code === "OK").length;
+    await waitFor("both calls in the stub's log", () => unmeasured("NodeReclaimSpace") === 1 && unmeasured("ControllerReclaimSpace") === 1);
   });
 
   test("EncryptionKeyRotate: handle, parameters, capability and stage secrets; no key material from us", async () => {
@@ -129,9 +144,22 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     }
   });
 
-  test("the driver call carries a deadline: --timeout (2s) ends a stuck reclaim with DEADLINE_EXCEEDED", async () => {
+  test("the driver call carries a deadline: --timeout (2s) ends a stuck reclaim with DEADLINE_EXCEEDED; a call whose deadline passes while it waits for a driver slot is DEADLINE_EXCEEDED too", async () => {
     const started = Date.now();
-    const r = await fx.up.nodeReclaimSpace("pv-slow", 30_000);
+    const stuck = fx.up.nodeReclaimSpace("pv-slow", 30_000);
+    await waitFor("the stuck reclaim at the driver, holding the only slot", () => fx.stub.proc.stdout().includes("recv /reclaimspace.ReclaimSpaceNode/NodeReclaimSpace vol-slow"));
+    const waiting = await fx.up.nodeReclaimSpace("pv-file", 300);
+    assert.equal(waiting.ok ? "OK" : codeName(waiting.code), "DEADLINE_EXCEEDED");
+    // The caller's own timer ends its call at the deadline; what the sidecar answered (a moment
+    // later) is in its log: the deadline, not a cancellation.
+    const waited = (l: Record<string, unknown>) =>
+      l["method"] === "/proto.ReclaimSpace/NodeReclaimSpace" && l["pv"] === undefined && (l["code"] === "DEADLINE_EXCEEDED" || l["code"] === "CANCELLED");
+    await waitFor("the sidecar's log line of the call that waited", () => fx.sidecar.logLines().some(waited));
+    assert.deepEqual(
+      fx.sidecar.logLines().filter(waited).map((l) => [l["code"], l["error"]]),
+      [["DEADLINE_EXCEEDED", "deadline exceeded while serving /proto.ReclaimSpace/NodeReclaimSpace"]],
+    );
+    const r = await stuck;
     assert.equal(r.ok ? "OK" : codeName(r.code), "DEADLINE_EXCEEDED");
     assert.ok(Date.now() - started < 9_000, `answered after ${Date.now() - started} ms, well before the driver's 10 s`);
     await waitFor("the stub's log line for vol-slow", () => fx.driverCalls("NodeReclaimSpace").some((c) => c.request.volumeId === "vol-slow"));
@@ -176,6 +204,21 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
       const series = last.split("\n").filter((l) => l.startsWith("csi_sidecar_operations_seconds_count") && l.includes("NodeReclaimSpace"));
       assert.fail(`no DEADLINE_EXCEEDED NodeReclaimSpace in csi_sidecar_operations_seconds; recorded: ${series.join("; ")}`);
     });
+  });
+
+  test("a driver that restarted and is not ready yet: UNAVAILABLE at once, nothing sent to it; served again once ready", async () => {
+    const calledBefore = fx.driverCalls("NodeReclaimSpace").length;
+    fx.stub = await restartDriverStub(fx.stub, { state: { ...fx.stub.readState(), ready: false } });
+    await waitFor("the new driver probed", () => fx.stub.calls({ method: "/identity.Identity/Probe" }).length >= 1, { timeoutMs: 20_000 });
+    await waitHealth(fx.sidecar, "NOT_SERVING");
+    const r = await fx.up.nodeReclaimSpace("pv-file");
+    assert.equal(r.ok ? "OK" : codeName(r.code), "UNAVAILABLE", JSON.stringify(r));
+    assert.match((r as { details: string }).details, /driver is not connected or not ready/);
+    assert.equal(fx.driverCalls("NodeReclaimSpace").length, calledBefore, "the new driver was not called");
+    fx.stub.updateState((st) => ({ ...st, ready: true }));
+    await waitHealth(fx.sidecar, "SERVING");
+    const ok = await fx.up.nodeReclaimSpace("pv-file");
+    assert.ok(ok.ok, JSON.stringify(ok));
   });
 
   test("reflection describes the upstream services from our protos (grpcurl works without local .proto files)", async () => {
