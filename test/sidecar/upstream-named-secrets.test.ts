@@ -70,7 +70,10 @@ describe("upstream NetworkFence, Replication and VolumeGroupController through t
 
   test("replication of a volume: enable, demote, promote, resync, info, destination info, disable", async () => {
     const base = { ...named, replicationSource: vol("vol-r"), replicationId: "rid-1", parameters: { schedulingInterval: "5m" } };
-    assert.equal(code(await fx.up.promote(base)), "FAILED_PRECONDITION", "the driver's answer before enable passes through");
+    // Every driver answer passes through, from the methods that answer nothing on success too.
+    for (const before of [fx.up.promote, fx.up.demote, fx.up.resync, fx.up.info]) {
+      assert.equal(code(await before(base)), "FAILED_PRECONDITION", `${before.name}: the driver's answer before enable passes through`);
+    }
     assert.equal(code(await fx.up.enable(base)), "OK");
     assert.equal(code(await fx.up.demote({ ...base, force: true })), "OK");
     assert.equal(fx.stub.readState().replication?.["volume:vol-r"]?.role, "secondary");
@@ -151,6 +154,7 @@ describe("upstream NetworkFence, Replication and VolumeGroupController through t
     const [d] = fx.driverCalls("/volumegroup.Controller/DeleteVolumeGroup");
     assert.deepEqual(d!.request, { volumeGroupId: "group-g1", secrets: logged(SECRETS) });
     assert.equal(code(await fx.up.getGroup({ ...named, volumeGroupId: "group-g1" })), "NOT_FOUND", "the driver's NOT_FOUND passes through");
+    assert.equal(code(await fx.up.deleteGroup({ ...named, volumeGroupId: "" })), "INVALID_ARGUMENT", "the driver's refusal of a delete passes through");
   });
 
   test("volume groups: a missing Secret is INTERNAL (as upstream) and the driver is not called", async () => {
