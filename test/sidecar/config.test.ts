@@ -147,6 +147,10 @@ test("Go durations", () => {
   assert.equal(parseDuration("1s500000ns"), 1_000.5);
   assert.equal(parseDuration("3"), undefined);
   assert.equal(parseDuration("3m "), undefined);
+  // A bare 0 is the one unitless duration Go accepts (e.g. --timeout=0); it means zero.
+  assert.equal(parseDuration("0"), 0);
+  assert.equal(parseDuration("00"), undefined);
+  assert.equal(parseDuration(""), undefined);
 });
 
 test("the process exits 2 with one stderr line naming the flag, before anything starts", async () => {
