@@ -49,6 +49,14 @@ test("volumes of a sidecar come in name order, whatever order the sources list t
   assert.deepEqual(got.map((p) => p.name), ["pvc-0", "pvc-1-a", "pvc-1.b", "pvc-10", "pvc-9", "pvc-z"]);
 });
 
+test("a volumesInUse entry without the driver^handle form is ignored", () => {
+  const got = volumesOfSidecar(
+    { driver: DRV, nodeId: "n1" },
+    sources([pv("odd", { handle: `${DRV}x` })], { volumesInUse: [`kubernetes.io/csi/${DRV}x`, `kubernetes.io/csi/^${DRV}x`] }),
+  );
+  assert.deepEqual(got, []);
+});
+
 test("restart decision: handled → nothing; no marker yet → IF_ABNORMAL; a new marker → ALWAYS", () => {
   const ann = { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1", "sidecar.csiaddons.openshift.io/driverRestartedAt": "2026-01-01T00:00:00Z" };
   const marker = restartMarker(ann);
