@@ -52,14 +52,21 @@ test("queue: restart work (priority 0) before periodic work, oldest first", asyn
   assert.deepEqual(log, ["run p1", "run r1", "run r2", "run p2"]);
 });
 
-test("queue: a newer trigger drops that node's queued work of older generations only", () => {
+test("queue: a newer trigger drops that node's queued work of older generations only; the newer work still runs", async () => {
   const q = new WorkQueue({ perNode: 1, global: 1 });
   const log: string[] = [];
-  q.add(deferredItem("A", 1, 1, log, "A1-running").item);
-  for (const [node, gen, name] of [["A", 1, "A1"], ["B", 1, "B1"], ["A", 2, "A2"]] as const) q.add(deferredItem(node, 1, gen, log, name).item);
+  const running = deferredItem("A", 1, 1, log, "A1-running");
+  q.add(running.item);
+  const queued = ([["A", 1, "A1"], ["B", 1, "B1"], ["A", 2, "A2"]] as const).map(([node, gen, name]) => deferredItem(node, 1, gen, log, name));
+  for (const d of queued) q.add(d.item);
   assert.equal(q.supersede("A", 2), 1);
   assert.deepEqual(log, ["run A1-running", "drop A1"], "the running call finishes; queued older work is dropped");
   assert.equal(q.size, 2);
+  running.release();
+  for (const d of queued) d.release();
+  await waitFor("the kept work ran", () => log.includes("run B1") && log.includes("run A2"));
+  await q.idle();
+  assert.deepEqual(log, ["run A1-running", "drop A1", "run B1", "run A2"]);
 });
 
 test("queue: busy while work runs or waits; idle() resolves when the last item finishes, or when clear() drops the rest", async () => {
@@ -190,10 +197,16 @@ interface Fake {
   deps: PassDeps;
   calls: string[];
   outcomes: HealOutcome[];
+  /** How often the sidecar was looked up (pool.resolve). */
+  resolves: () => number;
 }
 
 /** `answers(pv, n)` answers the n-th HealVolume for pv (1-based): a HealAnswer or a status code to fail with. */
-function fake(answers: (pv: string, n: number) => HealAnswer | status, o: { caps?: { healVolume: boolean; getVolumeHealth: boolean }; serving?: () => boolean } = {}): Fake {
+function fake(
+  answers: (pv: string, n: number) => HealAnswer | status,
+  o: { caps?: { healVolume: boolean; getVolumeHealth: boolean }; serving?: () => boolean; retry?: Partial<PassDeps["retry"]> } = {},
+): Fake {
+  let resolves = 0;
   const calls: string[] = [];
   const outcomes: HealOutcome[] = [];
   const conn = {
@@ -209,13 +222,13 @@ function fake(answers: (pv: string, n: number) => HealAnswer | status, o: { caps
   };
   const deps: PassDeps = {
     queue: new WorkQueue({ perNode: 4, global: 4 }),
-    pool: { resolve: async () => conn, setState: () => {} } as unknown as PassDeps["pool"],
+    pool: { resolve: async () => (resolves++, conn), setState: () => {} } as unknown as PassDeps["pool"],
     latest: () => SIDECAR,
     reporter: { outcome: (x: HealOutcome) => outcomes.push(x) } as unknown as PassDeps["reporter"],
     logger: createLogger("error", "json"),
-    retry: { maxAttempts: 3, initialMs: 1, maxMs: 5, healTimeoutMs: 1000 },
+    retry: { maxAttempts: 3, initialMs: 1, maxMs: 5, healTimeoutMs: 1000, ...o.retry },
   };
-  return { deps, calls, outcomes };
+  return { deps, calls, outcomes, resolves: () => resolves };
 }
 
 const HEALED: HealAnswer = { result: "HEALED", health: "HEALTHY", message: "" };
@@ -234,13 +247,41 @@ test("pass: transient statuses are retried until answered; the answer is final",
   ]);
 });
 
-test("pass: refusals and bad requests are not retried", async () => {
+test("pass: refusals and bad requests are not retried; each is reported, and none counts as an abnormal volume", async () => {
   for (const code of [status.NOT_FOUND, status.FAILED_PRECONDITION, status.PERMISSION_DENIED, status.INVALID_ARGUMENT]) {
     const f = fake((pv) => (pv === "pv-1" ? code : HEALED));
     const sum = await run(f);
     assert.equal(sum.answers.get("pv-1"), status[code]);
     assert.equal(f.calls.filter((c) => c === "pv-1").length, 1, status[code]);
+    assert.deepEqual(f.outcomes.filter((x) => x.pv.name === "pv-1").map((x) => [x.attempt, x.result, x.retryInMs]), [[1, status[code], undefined]]);
+    assert.equal(sum.abnormal, 0, `${status[code]}: a failed heal says nothing about the volume's health`);
   }
+});
+
+test("pass: each outcome carries the call's own duration", async () => {
+  const started = Date.now();
+  const f = fake(() => HEALED);
+  await run(f);
+  const elapsed = Date.now() - started;
+  for (const x of f.outcomes) assert.ok(x.durationMs >= 0 && x.durationMs <= elapsed, `durationMs ${x.durationMs} of a pass that took ${elapsed} ms`);
+});
+
+test("pass: UNAVAILABLE looks the sidecar up again (it may have moved); other transient answers keep the connection", async () => {
+  const moved = fake((pv, n) => (pv === "pv-1" && n === 1 ? status.UNAVAILABLE : HEALED));
+  await run(moved, "periodic");
+  assert.equal(moved.resolves(), 2);
+  const busy = fake((pv, n) => (pv === "pv-1" && n === 1 ? status.ABORTED : HEALED));
+  await run(busy, "periodic");
+  assert.equal(busy.resolves(), 1);
+});
+
+test("pass: a sidecar that is not SERVING yet is asked again after the backoff, not at once", async () => {
+  const probes: number[] = [];
+  const f = fake(() => HEALED, { serving: () => probes.push(Date.now()) > 2, retry: { initialMs: 100, maxMs: 100 } });
+  await run(f);
+  assert.equal(probes.length, 3);
+  // Backoff with jitter waits between half and all of 100 ms.
+  for (let i = 1; i < probes.length; i++) assert.ok(probes[i]! - probes[i - 1]! >= 45, `probe ${i + 1} came ${probes[i]! - probes[i - 1]!} ms after the one before`);
 });
 
 test("pass: a periodic pass gives up after maxAttempts; a restart pass never loses the heal", async () => {
@@ -248,6 +289,12 @@ test("pass: a periodic pass gives up after maxAttempts; a restart pass never los
   const p = await run(periodic, "periodic");
   assert.equal(p.answers.get("pv-1"), "UNAVAILABLE");
   assert.equal(periodic.calls.filter((c) => c === "pv-1").length, 3);
+  assert.deepEqual(periodic.outcomes.filter((x) => x.pv.name === "pv-1").map((x) => [x.attempt, x.retryInMs !== undefined]), [
+    [1, true],
+    [2, true],
+    [3, false],
+  ], "the last attempt reported too, as final");
+  assert.equal(p.abnormal, 0, "a volume whose sidecar never answered is not counted abnormal");
 
   const restart = fake((_pv, n) => (n <= 7 ? status.RESOURCE_EXHAUSTED : HEALED));
   const r = await run(restart);
