@@ -94,6 +94,13 @@ describe("heal subcommand", () => {
       ["pv-c", "stub.csi.example.com", handleOf("pv-c"), "NOT_HEALABLE"],
     ]);
     assert.match(r.stdout, /^PV\s+DRIVER\s+VOLUME HANDLE\s+RESULT$/m);
+    // A table: every column starts where its heading does.
+    const heading = r.stdout.split("\n").find((l) => l.startsWith("PV "))!;
+    const starts = ["DRIVER", "VOLUME HANDLE", "RESULT"].map((h) => heading.indexOf(h));
+    for (const row of rows) {
+      const [pvName, driver, handle, result] = row.split(/\s+/) as [string, string, string, string];
+      assert.deepEqual([row.indexOf(driver, pvName.length), row.indexOf(handle, starts[0]! + driver.length), row.indexOf(result, starts[1]! + handle.length)], starts, row);
+    }
     assert.match(r.stdout, /HEALED 1, NOT_NEEDED 1, NOT_HEALABLE 1 \(mode IF_ABNORMAL, node node-1\)/);
     assert.equal(stack.heals("pv-b"), 0);
     assert.equal(stack.annotation(HANDLED), undefined, "a manual pass writes no marker");
