@@ -10,6 +10,12 @@ import type { HealOutcome } from "../../controller/report/reporter.js";
 import type { PvInfo, SidecarInfo, Trigger } from "../../controller/plan/types.js";
 import { createLogger } from "../../common/log/logger.js";
 import { waitFor } from "../support/wait.js";
+import { captureLogger } from "../support/capture-logger.js";
+import { EventEmitter } from "node:events";
+import { HealController } from "../../controller/heal/controller.js";
+import { KubeRequestError, type ClusterView } from "../../controller/kube/api.js";
+import { createMetrics } from "../../controller/report/metrics.js";
+import { CREATED_BY_POD_UID, DRIVER_RESTARTED_AT, HANDLED_RESTART } from "../../controller/plan/trigger.js";
 
 function deferredItem(nodeKey: string, priority: number, generation: number, log: string[], name: string) {
   let release!: () => void;
@@ -348,4 +354,56 @@ test("pass: cancelled while waiting for its sidecar → that wait is interrupted
   assert.equal(waits[0]!.aborted, true, "the wait for the sidecar is aborted by cancel()");
   assert.equal((await pass.done).completed, false);
   assert.equal(f.calls.length, 0);
+});
+
+// ---- the controller over passes ----------------------------------------------------------------
+
+function controllerOf(f: Fake, sidecar: SidecarInfo, patch: (marker: string) => Promise<void>) {
+  const view = Object.assign(new EventEmitter(), {
+    current: sidecar,
+    sidecars: () => [view.current],
+    sidecar: () => view.current,
+    volumesOf: () => PVS,
+    pv: () => undefined,
+  }) as unknown as ClusterView & { current: SidecarInfo };
+  const metrics = createMetrics(() => ({}));
+  const { lines, logger } = captureLogger("info");
+  const kube = { patchCSIAddonsNodeAnnotation: async (_ns: string, _name: string, _key: string, marker: string) => patch(marker) };
+  const c = new HealController({ view, kube, pass: { ...f.deps, latest: () => view.current }, metrics, logger, checkIntervalMs: 0 });
+  const update = (annotations: Record<string, string>) => {
+    view.current = { ...view.current, annotations };
+    view.emit("sidecar", "update", view.current);
+  };
+  const timedRestarts = async () => (await metrics.restartHealSeconds.get()).values.find((v) => v.metricName === "csi_addons_healer_restart_heal_duration_seconds_count")?.value ?? 0;
+  return { c, view, update, timedRestarts, lines };
+}
+
+test("controller: a first sight is checked and its marker recorded but not timed as a restart; a restart is; close() stops listening", async (t) => {
+  const f = fake(() => HEALED);
+  const patched: string[] = [];
+  const first = { [CREATED_BY_POD_UID]: "pod-1" };
+  const { c, view, update, timedRestarts } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the first-sight marker recorded", () => patched.length === 1);
+  assert.equal(await timedRestarts(), 0, "first sight is not a restart");
+  update({ ...first, [HANDLED_RESTART]: patched[0]!, [DRIVER_RESTARTED_AT]: new Date().toISOString() });
+  await waitFor("the restart's marker recorded", () => patched.length === 2);
+  assert.equal(await timedRestarts(), 1);
+  c.close();
+  assert.equal(view.listenerCount("sidecar"), 0);
+});
+
+test("controller: a CSIAddonsNode gone (404) while its marker is written is not written again", async (t) => {
+  const f = fake(() => HEALED);
+  let attempts = 0;
+  const { c, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {
+    attempts++;
+    throw new KubeRequestError(404, "csiaddonsnodes \"n1\" not found");
+  });
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the marker write tried", () => attempts === 1);
+  await new Promise((r) => setImmediate(r)); // the write's failure handled
+  assert.deepEqual(lines.filter((l) => l["level"] === "warn").map((l) => l["message"]), [], "a 404 is not a failure to retry");
 });
