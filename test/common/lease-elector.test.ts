@@ -29,6 +29,12 @@ function memoryLease(): LeaseStore & { current: StoredLease | undefined; down: b
   return store;
 }
 
+/** A Lease another candidate holds, renewed just now. */
+function heldBy(store: { current: StoredLease | undefined }, holder: string, durationMs = 3_600_000, transitions = 0): void {
+  const now = Date.now();
+  store.current = { holder, renewTimeMs: now, acquireTimeMs: now, durationMs, transitions, resourceVersion: "x" };
+}
+
 const logger = createLogger("error", "json");
 const timings = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 };
 const elector = (store: LeaseStore, identity: string) => new LeaseElector({ store, logger, lease: "ns/l", identity, ...timings });
@@ -83,8 +89,7 @@ test("stop() while its winning write is in flight: the Lease it just took is rel
 
 test("a holder that stops renewing (crash) is replaced only after the lease duration", async () => {
   const store = memoryLease();
-  const now = Date.now();
-  store.current = { holder: "crashed", renewTimeMs: now, acquireTimeMs: now, durationMs: timings.leaseDurationMs, transitions: 3, resourceVersion: "x" };
+  heldBy(store, "crashed", timings.leaseDurationMs, 3);
   const b = elector(store, "b");
   const started = Date.now();
   b.start();
@@ -166,8 +171,7 @@ test("a write that fails (not a read) is an outage too: the candidate keeps tryi
 
 test("a candidate waits retry period x [1, 1.2) between tries (client-go's jitter); the leader renews every retry period exactly", async (t) => {
   const store = memoryLease();
-  const now = Date.now();
-  store.current = { holder: "other", renewTimeMs: now, acquireTimeMs: now, durationMs: 3_600_000, transitions: 0, resourceVersion: "x" };
+  heldBy(store, "other");
   const waits: { ms: number; leading: boolean }[] = [];
   const e = new LeaseElector({
     store, logger, lease: "ns/l", identity: "b", ...timings,
@@ -267,10 +271,7 @@ test("a leader that misses renewals for less than the renew deadline stays the l
 test("a leader that cannot release its Lease at stop() warns; a candidate that never led says it at debug only", async () => {
   for (const led of [true, false]) {
     const store = memoryLease();
-    if (!led) {
-      const now = Date.now();
-      store.current = { holder: "other", renewTimeMs: now, acquireTimeMs: now, durationMs: 3_600_000, transitions: 0, resourceVersion: "x" };
-    }
+    if (!led) heldBy(store, "other");
     const { lines, logger: captured } = captureLogger("debug");
     const e = new LeaseElector({ store, logger: captured, lease: "ns/l", identity: "a", ...timings });
     e.start();

@@ -10,11 +10,10 @@ import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
 import { KubeTransport } from "../../sidecar/kube/transport.js";
 import { leaseStore } from "../../sidecar/election/lease-store.js";
 import { ControllerLease } from "../../sidecar/election/controller-lease.js";
-import type { DriverInfo } from "../../sidecar/driver/connection.js";
 import { startTestKube } from "../support/cluster.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
-import { DRIVER, NAMESPACE } from "../support/fixtures.js";
+import { NAMESPACE, driverInfo } from "../support/fixtures.js";
 
 let api: TestKube;
 let transport: KubeTransport;
@@ -79,16 +78,7 @@ describe("leaseStore: a LeaseRecord as client-go's Lease", () => {
 
 describe("ControllerLease follows the driver's handshakes", () => {
   const LEASE = "stub-csi-example-com-csi-addons";
-  const driver = (controllerService: boolean): DriverInfo => ({
-    name: DRIVER,
-    vendorVersion: "1",
-    manifest: {},
-    capabilities: [],
-    nodeService: true,
-    controllerService,
-    getVolumeHealth: true,
-    healVolume: true,
-  });
+  const driver = (controllerService: boolean) => driverInfo({ controllerService });
   const config = { namespace: NAMESPACE, leaseDurationMs: 1_500, renewDeadlineMs: 1_000, retryPeriodMs: 50 };
   const holder = () => leaseObject(LEASE)?.["spec"]["holderIdentity"] as string | undefined;
 

@@ -3,23 +3,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Capability_NetworkFence_Type as Fence, Capability_ReclaimSpace_Type as Reclaim, type Capability } from "../../proto/gen/identity/identity.js";
-import type { DriverInfo } from "../../sidecar/driver/connection.js";
 import { DomainError } from "../../sidecar/errors.js";
 import type { CallContext } from "../../sidecar/server/context.js";
 import { NEEDS, offers, requireCapability } from "../../sidecar/upstream/capabilities.js";
 import { resolvePv } from "../../sidecar/upstream/pv.js";
 import type { UpstreamDeps, Work } from "../../sidecar/upstream/relay.js";
+import { driverInfo } from "../support/fixtures.js";
 
-const driver = (capabilities: Capability[]): DriverInfo => ({
-  name: "d.example.com",
-  vendorVersion: "1",
-  manifest: {},
-  capabilities,
-  nodeService: true,
-  controllerService: false,
-  getVolumeHealth: false,
-  healVolume: false,
-});
+const driver = (capabilities: Capability[]) => driverInfo({ name: "d.example.com", capabilities });
 
 test("a capability is offered only when both its kind and its type match", () => {
   const offline = driver([{ type: { $case: "reclaimSpace", reclaimSpace: { type: Reclaim.OFFLINE } } }]);

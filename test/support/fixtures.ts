@@ -1,6 +1,7 @@
 // Kubernetes objects for sidecar tests and the demo: a node-plugin pod owned by a DaemonSet,
 // its Node, PVs (filesystem and block), VolumeAttachments and stage secrets.
 import { createHash } from "node:crypto";
+import type { DriverInfo } from "../../sidecar/driver/connection.js";
 
 export const NAMESPACE = "csi";
 export const NODE = "node-1";
@@ -121,3 +122,8 @@ export function baseObjects(volumesInUse: string[] = []): Obj[] {
 }
 
 export const CSI_ADDONS_NODE_NAME = `${NODE}-${NAMESPACE}-daemonset-${DAEMONSET}`;
+
+/** What a driver handshake tells the sidecar: the stub's name, a node plugin with the healer, no add-on capabilities. */
+export function driverInfo(o: Partial<DriverInfo> = {}): DriverInfo {
+  return { name: DRIVER, vendorVersion: "1", manifest: {}, capabilities: [], nodeService: true, controllerService: false, getVolumeHealth: true, healVolume: true, ...o };
+}
