@@ -210,7 +210,14 @@ interface Fake {
 /** `answers(pv, n)` answers the n-th HealVolume for pv (1-based): a HealAnswer or a status code to fail with. */
 function fake(
   answers: (pv: string, n: number) => HealAnswer | status,
-  o: { caps?: { healVolume: boolean; getVolumeHealth: boolean }; serving?: () => boolean; retry?: Partial<PassDeps["retry"]> } = {},
+  o: {
+    caps?: { healVolume: boolean; getVolumeHealth: boolean };
+    serving?: () => boolean;
+    retry?: Partial<PassDeps["retry"]>;
+    /** Awaited before a HealVolume is answered, to keep it in flight. */
+    hold?: (pv: string) => Promise<void>;
+    queue?: WorkQueue;
+  } = {},
 ): Fake {
   let resolves = 0;
   const calls: string[] = [];
@@ -221,14 +228,15 @@ function fake(
     capabilities: async () => o.caps ?? { healVolume: true, getVolumeHealth: true },
     heal: async (pv: string) => {
       calls.push(pv);
+      await o.hold?.(pv);
       const a = answers(pv, calls.filter((c) => c === pv).length);
       if (typeof a === "number") throw new CallError(a, "fake");
       return a;
     },
   };
   const deps: PassDeps = {
-    queue: new WorkQueue({ perNode: 4, global: 4 }),
-    pool: { resolve: async () => (resolves++, conn), setState: () => {} } as unknown as PassDeps["pool"],
+    queue: o.queue ?? new WorkQueue({ perNode: 4, global: 4 }),
+    pool: { resolve: async () => (resolves++, conn), setState: () => {}, forget: () => {} } as unknown as PassDeps["pool"],
     latest: () => SIDECAR,
     reporter: { outcome: (x: HealOutcome) => outcomes.push(x) } as unknown as PassDeps["reporter"],
     logger: createLogger("error", "json"),
@@ -284,8 +292,18 @@ test("pass: UNAVAILABLE looks the sidecar up again (it may have moved); other tr
 test("pass: a sidecar that is not SERVING yet is asked again after the backoff, not at once", async () => {
   const probes: number[] = [];
   const f = fake(() => HEALED, { serving: () => probes.push(Date.now()) > 2, retry: { initialMs: 100, maxMs: 100 } });
+  const { lines, logger } = captureLogger("info");
+  f.deps.logger = logger;
   await run(f);
   assert.equal(probes.length, 3);
+  assert.deepEqual(
+    lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => [l["sidecar"], l["attempt"], l["reason"]]),
+    [
+      [SIDECAR.key, 1, "not SERVING at fake"],
+      [SIDECAR.key, 2, "not SERVING at fake"],
+    ],
+    "each wait is logged with its reason",
+  );
   // Backoff with jitter waits between half and all of 100 ms.
   for (let i = 1; i < probes.length; i++) assert.ok(probes[i]! - probes[i - 1]! >= 45, `probe ${i + 1} came ${probes[i]! - probes[i - 1]!} ms after the one before`);
 });
@@ -358,31 +376,56 @@ test("pass: cancelled while waiting for its sidecar → that wait is interrupted
 
 // ---- the controller over passes ----------------------------------------------------------------
 
-function controllerOf(f: Fake, sidecar: SidecarInfo, patch: (marker: string) => Promise<void>) {
+interface ControllerOptions {
+  checkIntervalMs?: number;
+  /** The controller's jitter: one call per periodic check it schedules (and per marker-write backoff). */
+  random?: () => number;
+  /** More sidecars the view knows; their volumes are named after them ("n2-pv-1", ...). */
+  others?: SidecarInfo[];
+}
+
+function controllerOf(f: Fake, sidecar: SidecarInfo, patch: (marker: string) => Promise<void>, o: ControllerOptions = {}) {
+  const known = new Map([sidecar, ...(o.others ?? [])].map((s) => [s.key, s]));
+  /** Keys the controller looked up in the view (its periodic timers do, when they fire). */
+  const lookups: string[] = [];
   const view = Object.assign(new EventEmitter(), {
-    current: sidecar,
-    sidecars: () => [view.current],
-    sidecar: () => view.current,
-    volumesOf: () => PVS,
+    sidecars: () => [...known.values()],
+    sidecar: (key: string) => (lookups.push(key), known.get(key)),
+    volumesOf: (s: SidecarInfo) => (s.key === sidecar.key ? PVS : PVS.map((pv) => ({ ...pv, name: `${s.name}-${pv.name}` }))),
     pv: () => undefined,
-  }) as unknown as ClusterView & { current: SidecarInfo };
+  }) as unknown as ClusterView;
   const metrics = createMetrics(() => ({}));
   const { lines, logger } = captureLogger("info");
   const kube = { patchCSIAddonsNodeAnnotation: async (_ns: string, _name: string, _key: string, marker: string) => patch(marker) };
-  const c = new HealController({ view, kube, pass: { ...f.deps, latest: () => view.current }, metrics, logger, checkIntervalMs: 0 });
-  const update = (annotations: Record<string, string>) => {
-    view.current = { ...view.current, annotations };
-    view.emit("sidecar", "update", view.current);
+  const c = new HealController({
+    view,
+    kube,
+    pass: { ...f.deps, latest: (key) => known.get(key) },
+    metrics,
+    logger,
+    checkIntervalMs: o.checkIntervalMs ?? 0,
+    ...(o.random ? { random: o.random } : {}),
+  });
+  /** What the informer reports after a change of the object. */
+  const set = (type: "add" | "update", s: SidecarInfo) => {
+    known.set(s.key, s);
+    view.emit("sidecar", type, s);
+  };
+  const update = (annotations: Record<string, string>) => set("update", { ...known.get(sidecar.key)!, annotations });
+  const remove = (key = sidecar.key) => {
+    const s = known.get(key)!;
+    known.delete(key);
+    view.emit("sidecar", "delete", s);
   };
   const timedRestarts = async () => (await metrics.restartHealSeconds.get()).values.find((v) => v.metricName === "csi_addons_healer_restart_heal_duration_seconds_count")?.value ?? 0;
-  return { c, view, update, timedRestarts, lines };
+  return { c, view, set, update, remove, lookups, timedRestarts, lines };
 }
 
 test("controller: a first sight is checked and its marker recorded but not timed as a restart; a restart is; close() stops listening", async (t) => {
   const f = fake(() => HEALED);
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, view, update, timedRestarts } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  const { c, view, update, timedRestarts, lines } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1);
@@ -390,6 +433,13 @@ test("controller: a first sight is checked and its marker recorded but not timed
   update({ ...first, [HANDLED_RESTART]: patched[0]!, [DRIVER_RESTARTED_AT]: new Date().toISOString() });
   await waitFor("the restart's marker recorded", () => patched.length === 2);
   assert.equal(await timedRestarts(), 1);
+  // The one line an operator greps for: which restart of which node, how every volume answered, how long.
+  const done = lines.filter((l) => l["message"] === "restart heal done");
+  assert.deepEqual(done.map((l) => [l["sidecar"], l["marker"], l["answers"]]), [
+    [SIDECAR.key, patched[0], { HEALED: 2 }],
+    [SIDECAR.key, patched[1], { HEALED: 2 }],
+  ]);
+  for (const l of done) assert.ok(typeof l["seconds"] === "number" && l["seconds"] >= 0 && l["seconds"] < 60, `seconds: ${String(l["seconds"])}`);
   c.close();
   assert.equal(view.listenerCount("sidecar"), 0);
 });
@@ -407,4 +457,97 @@ test("controller: a CSIAddonsNode gone (404) while its marker is written is not 
   // in the same turn) has been handled by the time the probe sees the attempt.
   await waitFor("the marker write tried", () => attempts === 1);
   assert.deepEqual(lines.filter((l) => l["level"] === "warn").map((l) => l["message"]), [], "a 404 is not a failure to retry");
+});
+
+const HANDLED = { [CREATED_BY_POD_UID]: "pod-1", [HANDLED_RESTART]: "pod-1+" };
+const other = (n: number, annotations = HANDLED): SidecarInfo => ({ ...SIDECAR, key: `csi/n${n}`, name: `n${n}`, nodeId: `n${n}`, annotations });
+
+test("controller: a deleted CSIAddonsNode's pass ends: its heals still waiting in the queue are never sent", async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held, queue: new WorkQueue({ perNode: 1, global: 1 }) });
+  const patched: string[] = [];
+  const { c, remove } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
+  remove();
+  release();
+  await f.deps.queue.idle();
+  assert.deepEqual(f.calls, ["pv-1"], "pv-2 is not sent to a sidecar that is gone");
+  assert.deepEqual(patched, []);
+});
+
+test("controller: a CSIAddonsNode deleted and made again (its handled marker lost with it) is seen anew: checked, marker recorded again", async (t) => {
+  const f = fake(() => HEALED);
+  const patched: string[] = [];
+  const first = { [CREATED_BY_POD_UID]: "pod-1" };
+  const { c, set, update, remove } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the first-sight marker recorded", () => patched.length === 1);
+  update({ ...first, [HANDLED_RESTART]: patched[0]! });
+  remove();
+  // The sidecar makes its object again when it is deleted (DESIGN 4.3): same pod, no handled marker.
+  set("add", { ...SIDECAR, annotations: first });
+  await waitFor("the recreated object's marker recorded", () => patched.length === 2);
+  assert.deepEqual(patched, ["pod-1+", "pod-1+"]);
+  assert.deepEqual(f.calls, ["pv-1", "pv-2", "pv-1", "pv-2"]);
+});
+
+test("controller: one periodic check scheduled per sidecar however often its object changes, none for one being deleted, and none that keeps the process alive", (t) => {
+  const f = fake(() => HEALED);
+  let scheduled = 0;
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 3_600_000,
+    random: () => (scheduled++, 0.5),
+    others: [{ ...other(2), deleting: true }],
+  });
+  t.after(() => c.close());
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const before = timers();
+  c.lead();
+  assert.equal(scheduled, 1, "n1's check; none for n2, which is being deleted");
+  assert.equal(timers(), before, "the periodic timer is unref'd");
+  for (let i = 0; i < 3; i++) update({ ...HANDLED, "sidecar.csiaddons.openshift.io/lastUpdatedAt": `2026-12-03T00:00:0${i}Z` });
+  assert.equal(scheduled, 1, "changes of the object do not add checks");
+  assert.deepEqual(f.calls, []);
+});
+
+test("controller: a periodic check comes due only for a sidecar still there and not being deleted", async (t) => {
+  const f = fake(() => HEALED);
+  // n1, n2, n3 come due at 0.9, 1.0 and 1.1 times the interval, in that order.
+  const jitter = [0, 0.5, 1];
+  let i = 0;
+  const { c, set, remove, lookups } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 200,
+    random: () => jitter[i++ % jitter.length]!,
+    others: [other(2), other(3)],
+  });
+  t.after(() => c.close());
+  c.lead();
+  remove(); // n1 deleted
+  set("update", { ...other(2), deleting: true });
+  await waitFor("n3's periodic check", () => f.calls.length >= 2);
+  assert.deepEqual(f.calls, ["n3-pv-1", "n3-pv-2"], "n2, being deleted, is not checked");
+  assert.ok(!lookups.includes(SIDECAR.key), "the deleted n1's timer was cleared, not left to fire");
+});
+
+test("controller: a newer restart drops the older pass's heals still waiting in the queue at once", async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held, queue: new WorkQueue({ perNode: 1, global: 1 }) });
+  const patched: string[] = [];
+  const first = { [CREATED_BY_POD_UID]: "pod-1" };
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
+  const restartedAt = "2026-12-03T00:00:00Z";
+  update({ ...first, [DRIVER_RESTARTED_AT]: restartedAt });
+  assert.equal(f.deps.queue.size, 0, "the superseded pass's pv-2 no longer waits");
+  release();
+  await waitFor("the newer marker recorded", () => patched.length === 1);
+  assert.deepEqual(patched, [`pod-1+${restartedAt}`]);
+  assert.deepEqual(f.calls, ["pv-1", "pv-1", "pv-2"]);
 });
