@@ -30,7 +30,7 @@ async function main(): Promise<number> {
 }
 
 async function runHeal(config: Config, cmd: HealCommand, logger: Logger): Promise<number> {
-  const { cluster, passDeps, events } = buildParts(config, logger, { events: true });
+  const { cluster, passDeps, events } = buildParts(config, logger);
   const tty = process.stderr.isTTY;
   await cluster.start();
   try {
@@ -48,7 +48,7 @@ async function runHeal(config: Config, cmd: HealCommand, logger: Logger): Promis
       config.healTimeoutMs,
     );
   } finally {
-    await events?.flush(EVENTS_FLUSH_MS);
+    await events.flush(EVENTS_FLUSH_MS);
     cluster.stop();
     passDeps.pool.close();
   }

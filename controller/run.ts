@@ -27,21 +27,21 @@ export interface Parts {
   passDeps: PassDeps;
   kube: ReturnType<typeof createKubeWrites>;
   /** Undefined when Events are off. */
-  events: EventRecorder | undefined;
+  events: EventRecorder;
 }
 
 /** How long a stopping controller (or a finished heal command) still writes its queued Events. */
 export const EVENTS_FLUSH_MS = 5_000;
 
 /** The parts both the controller and the one-shot heal command use. */
-export function buildParts(config: Config, logger: Logger, opts: { events: boolean }): Parts {
+export function buildParts(config: Config, logger: Logger): Parts {
   const kc = loadKubeConfig(config.kubeconfig);
   const kube = createKubeWrites(kc);
   const token = config.tokenFile ? new TokenFile(config.tokenFile) : undefined;
   const pool = new SidecarPool(kube, channelSetup(config.sidecarTls), () => token?.read());
   const metrics = createMetrics(() => pool.countByState());
   const queue = new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals });
-  const events = opts.events ? new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }, { heals: queue }) : undefined;
+  const events = new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }, { heals: queue });
   const reporter = new Reporter(logger, metrics, events);
   const cluster = new ClusterCache(kc, config.namespace, logger);
   const passDeps: PassDeps = {
@@ -61,7 +61,7 @@ export interface Controller {
 }
 
 export async function startController(config: Config, logger: Logger): Promise<Controller> {
-  const { cluster, pool, metrics, passDeps, kube, events } = buildParts(config, logger, { events: true });
+  const { cluster, pool, metrics, passDeps, kube, events } = buildParts(config, logger);
   let synced = false;
   let stopping = false;
   const readiness = {
@@ -104,7 +104,7 @@ export async function startController(config: Config, logger: Logger): Promise<C
       stopping = true;
       healer.close();
       await elector?.stop();
-      await events?.flush(EVENTS_FLUSH_MS);
+      await events.flush(EVENTS_FLUSH_MS);
       cluster.stop();
       pool.close();
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));

@@ -24,7 +24,7 @@ export class Reporter {
   constructor(
     private readonly logger: Logger,
     private readonly metrics: Metrics,
-    private readonly events: EventRecorder | undefined,
+    private readonly events: EventRecorder,
   ) {}
 
   outcome(o: HealOutcome): void {
@@ -51,7 +51,6 @@ export class Reporter {
   }
 
   private recordEvents(o: HealOutcome): void {
-    if (!this.events) return;
     const where = `by ${o.sidecar.driver} on node ${o.sidecar.nodeId}`;
     const checked = o.mode === "IF_ABNORMAL";
     if ((checked && (o.result === "HEALED" || o.result === "NOT_HEALABLE")) || o.health === "ABNORMAL") {
