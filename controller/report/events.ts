@@ -16,8 +16,10 @@ import type { PvInfo } from "../plan/types.js";
 
 /** Namespace of events about cluster-scoped objects (what kubectl describe pv looks in). */
 const CLUSTER_EVENTS_NAMESPACE = "default";
+/** Events sent, by what they say, so that a repeat bumps its Event: the most recent ones. */
 const REMEMBERED = 4096;
-const TIMEOUT_MS = 10_000;
+/** A write the API server does not answer within this is given up (logged), so the backlog moves on. */
+const WRITE_TIMEOUT_MS = 10_000;
 /** Events waiting to be written; past this, new ones are dropped (counted, logged), never a heal slowed. */
 const MAX_QUEUED_EVENTS = 4096;
 /** The longest an Event waits for heals to finish before it is written anyway. */
@@ -33,6 +35,8 @@ export interface EventRecorderOptions {
   heals?: HealActivity;
   maxDelayMs?: number;
   maxQueued?: number;
+  writeTimeoutMs?: number;
+  remembered?: number;
 }
 
 export class EventRecorder {
@@ -41,6 +45,8 @@ export class EventRecorder {
   private readonly heals: HealActivity | undefined;
   private readonly maxDelayMs: number;
   private readonly maxQueued: number;
+  private readonly writeTimeoutMs: number;
+  private readonly remembered: number;
   private writing = false;
   private droppedSinceWarned = 0;
   /** flush() callers, told when the backlog is empty. */
@@ -55,6 +61,8 @@ export class EventRecorder {
     this.heals = opts.heals;
     this.maxDelayMs = opts.maxDelayMs ?? MAX_DELAY_MS;
     this.maxQueued = opts.maxQueued ?? MAX_QUEUED_EVENTS;
+    this.writeTimeoutMs = opts.writeTimeoutMs ?? WRITE_TIMEOUT_MS;
+    this.remembered = opts.remembered ?? REMEMBERED;
   }
 
   /** Queues the event on the PV and, when bound, on its claim. Never throws or waits: a lost event must not stop healing. */
@@ -110,7 +118,7 @@ export class EventRecorder {
   private async record(e: EventRecord): Promise<void> {
     const namespace = e.involved.namespace ?? CLUSTER_EVENTS_NAMESPACE;
     const key = `${e.involved.kind}\0${namespace}\0${e.involved.name}\0${e.involved.uid}\0${e.reason}\0${e.message}`;
-    const signal = AbortSignal.timeout(TIMEOUT_MS);
+    const signal = AbortSignal.timeout(this.writeTimeoutMs);
     try {
       const prev = this.sent.get(key);
       if (prev) {
@@ -132,7 +140,7 @@ export class EventRecorder {
   private remember(key: string, v: { namespace: string; name: string; count: number }): void {
     this.sent.delete(key);
     this.sent.set(key, v);
-    if (this.sent.size > REMEMBERED) this.sent.delete(this.sent.keys().next().value!);
+    if (this.sent.size > this.remembered) this.sent.delete(this.sent.keys().next().value!);
   }
 }
 

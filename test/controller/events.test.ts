@@ -66,13 +66,13 @@ const pv = (i: number, claim = false): PvInfo => ({
   claim: claim ? { namespace: "apps", name: `data-${i}`, uid: `claim-${i}` } : undefined,
 });
 
-test("events are written one at a time, in order, the PV's before its claim's; a repeat bumps the Event it repeats", async () => {
+test("events are written one at a time, in order, the PV's before its claim's; a repeat bumps the Event it repeats", { timeout: 10_000 }, async () => {
   const f = fakeKube();
   const { logger } = captureLogger();
   const rec = new EventRecorder(f.kube, logger, metrics());
   for (let i = 0; i < 20; i++) rec.volume(pv(i, i % 2 === 0), "Normal", "VolumeHealed", "volume healed");
   rec.volume(pv(0, true), "Normal", "VolumeHealed", "volume healed");
-  await rec.flush(5_000);
+  await rec.flush(600_000); // returns once drained, long before its bound
   assert.equal(f.peak(), 1, "never two writes at once");
   assert.deepEqual(
     f.created.slice(0, 4).map((c) => `${c.namespace}/${c.e.involved.kind}/${c.e.involved.name}`),
@@ -88,7 +88,9 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
   const m = metrics();
   const rec = new EventRecorder(f.kube, logger, m, { maxQueued: 3 });
   f.hold();
-  for (let i = 0; i < 10; i++) rec.volume(pv(i), "Warning", "VolumeHealFailed", "failed");
+  rec.volume(pv(0), "Warning", "VolumeHealFailed", "failed");
+  assert.equal(m.depth(), 1, "the one being written");
+  for (let i = 1; i < 10; i++) rec.volume(pv(i), "Warning", "VolumeHealFailed", "failed");
   // One is being written, 3 wait: the other 6 are dropped at once.
   assert.equal(m.droppedCount(), 6);
   assert.equal(m.depth(), 4, "the backlog's depth: 3 waiting and 1 being written");
@@ -100,7 +102,24 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
   rec.volume(pv(99), "Normal", "VolumeHealed", "volume healed");
   await rec.flush(5_000);
   assert.equal(f.created.at(-1)?.e.involved.name, "pv-99");
-  assert.ok(lines.some((l) => l["message"] === "event backlog accepting again" && l["dropped"] === 6), "the drop is summed up once it drains");
+  const said = () => lines.map((l) => [l["message"], l["dropped"] ?? l["queued"]]);
+  const FULL = "event backlog full; dropping new events until it drains";
+  const AGAIN = "event backlog accepting again";
+  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6]], "the drop is summed up once it drains");
+  rec.volume(pv(100), "Normal", "VolumeHealed", "volume healed");
+  await rec.flush(5_000);
+  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6]], "said once");
+
+  // A single event dropped is warned about, and summed up, too.
+  f.hold();
+  for (let i = 0; i < 5; i++) rec.volume(pv(200 + i), "Warning", "VolumeHealFailed", "failed");
+  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6], [FULL, 3]]);
+  f.release();
+  await rec.flush(5_000);
+  rec.volume(pv(300), "Normal", "VolumeHealed", "volume healed");
+  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6], [FULL, 3], [AGAIN, 1]]);
+  await rec.flush(5_000);
+  assert.equal(m.droppedCount(), 7);
 });
 
 test("flush waits for the backlog, but no longer than its bound", { timeout: 10_000 }, async () => {
@@ -134,10 +153,10 @@ function heals() {
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-test("while heals run, events wait, and go out as soon as the heals are done", async () => {
+test("while heals run, events wait (by default up to seconds), and go out as soon as the heals are done", async () => {
   const f = fakeKube();
   const h = heals();
-  const rec = new EventRecorder(f.kube, captureLogger().logger, metrics(), { heals: h, maxDelayMs: 60_000 });
+  const rec = new EventRecorder(f.kube, captureLogger().logger, metrics(), { heals: h });
   rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
   await turn();
   assert.equal(f.started(), 0, "no write while heals are busy");
@@ -153,4 +172,60 @@ test("an event waits for heals no longer than maxDelayMs after it was queued", {
   rec.volume(pv(2), "Normal", "VolumeHealed", "volume healed");
   await waitFor("both written though heals never finish", () => f.created.length === 2);
   assert.ok(Date.now() - queued >= 40, "not before the bound");
+});
+
+test("a write the API server never answers is given up at its deadline (logged) and the backlog moves on", { timeout: 10_000 }, async () => {
+  const created: string[] = [];
+  const kube = {
+    async createEvent(_namespace: string, e: EventRecord, signal: AbortSignal) {
+      // pv-1's write hangs as a request to a stuck API server would, until its signal gives up.
+      if (e.involved.name === "pv-1") await new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
+      created.push(e.involved.name);
+      return `ev-${created.length}`;
+    },
+    async bumpEvent() {},
+  };
+  const { lines, logger } = captureLogger();
+  const rec = new EventRecorder(kube, logger, metrics(), { writeTimeoutMs: 50 });
+  rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
+  rec.volume(pv(2), "Normal", "VolumeHealed", "volume healed");
+  await waitFor("pv-2's Event written", () => created.length === 1);
+  assert.deepEqual(created, ["pv-2"]);
+  assert.deepEqual(
+    lines.filter((l) => l["level"] === "warn").map((l) => [l["message"], l["object"], l["reason"]]),
+    [["could not record event", "PersistentVolume/pv-1", "VolumeHealed"]],
+  );
+  assert.match(String(lines[0]!["error"]), /timeout/i);
+});
+
+test("a repeat whose Event is gone (expired by the API server: the bump fails) starts a new Event; the most recent Events are the ones remembered", async () => {
+  const created: string[] = [];
+  const bumped: string[] = [];
+  const gone = new Set<string>();
+  const kube = {
+    async createEvent(_namespace: string, e: EventRecord) {
+      created.push(e.involved.name);
+      return `ev-${created.length}`;
+    },
+    async bumpEvent(_namespace: string, name: string) {
+      if (gone.has(name)) throw new Error(`events "${name}" not found`);
+      bumped.push(name);
+    },
+  };
+  const { lines, logger } = captureLogger();
+  const rec = new EventRecorder(kube, logger, metrics(), { remembered: 2 });
+  const healed = (i: number) => rec.volume(pv(i), "Normal", "VolumeHealed", "volume healed");
+  healed(1); // ev-1
+  healed(2); // ev-2
+  await rec.flush(5_000);
+  gone.add("ev-1");
+  healed(1); // its bump fails: ev-3, now the most recent
+  healed(3); // ev-4: pv-2's ev-2, the oldest, is forgotten
+  await rec.flush(5_000);
+  healed(1); // bumps ev-3
+  healed(2); // forgotten: ev-5
+  await rec.flush(5_000);
+  assert.deepEqual(created, ["pv-1", "pv-2", "pv-1", "pv-3", "pv-2"]);
+  assert.deepEqual(bumped, ["ev-3"]);
+  assert.deepEqual(lines.filter((l) => l["level"] === "warn"), [], "a gone Event is not a failure to report");
 });
