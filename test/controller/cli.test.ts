@@ -7,7 +7,6 @@ import { join } from "node:path";
 import { startJs, startTs, tempDir } from "../support/proc.js";
 import { COMPILED_CONTROLLER, ensureCompiled } from "../bench/build.js";
 import { CONTROLLER_NODE_FLAGS } from "../bench/image.js";
-import { ConfigError, parseConfig } from "../../controller/config/config.js";
 import { HANDLED, handleOf, startStack, type Stack } from "./stack.js";
 
 async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
@@ -39,37 +38,6 @@ describe("flags", () => {
     const byEnv = await runCli(args, { TERMINATION_LOG: join(dir, "by-env") });
     assert.equal(byEnv.code, 1);
     assert.match(readFileSync(join(dir, "by-env"), "utf8"), /absent-kubeconfig/);
-  });
-
-  test("each bad value names its flag", () => {
-    for (const [args, flag] of [
-      [["--bogus"], "--bogus"],
-      [["--sidecar-tls=false", "--check-interval=soon"], "--check-interval"],
-      [["--sidecar-tls=false", "--per-node-concurrency=0"], "--per-node-concurrency"],
-      [["--sidecar-tls=true"], "--sidecar-ca-file"],
-      [["--sidecar-tls=false", "--leader-election-lease-duration=1s"], "renew-deadline"],
-      [["heal", "--sidecar-tls=false"], "--node"],
-      [["heal", "--node=n", "--mode=sometimes", "--sidecar-tls=false"], "--mode"],
-    ] as const) {
-      assert.throws(() => parseConfig([...args], {}), (e: Error) => e instanceof ConfigError && e.message.includes(flag), args.join(" "));
-    }
-  });
-
-  test("defaults, and flags win over environment variables", () => {
-    const r = parseConfig(["--sidecar-ca-file=/ca.crt"], { KUBERNETES_SERVICE_HOST: "10.0.0.1" });
-    assert.equal(r.kind, "run");
-    const c = (r as Extract<typeof r, { kind: "run" }>).config;
-    assert.equal(c.checkIntervalMs, 300_000);
-    assert.equal(c.perNodeConcurrency, 8);
-    assert.equal(c.maxConcurrentHeals, 64);
-    assert.deepEqual([c.backoffInitialMs, c.backoffMaxMs], [500, 30_000]);
-    assert.equal(c.leader.enabled, true, "on by default in a cluster");
-    assert.deepEqual([c.leader.leaseDurationMs, c.leader.renewDeadlineMs, c.leader.retryPeriodMs], [15_000, 10_000, 2_000]);
-    assert.deepEqual(c.sidecarTls, { enabled: true, caFile: "/ca.crt", serverName: undefined, insecureSkipVerify: false });
-    assert.equal(c.terminationLog, "/dev/termination-log");
-    const w = parseConfig(["--sidecar-tls=false", "--check-interval=1m", "--kubeconfig=/k"], { CHECK_INTERVAL: "bogus" }) as Extract<ReturnType<typeof parseConfig>, { kind: "run" }>;
-    assert.equal(w.config.checkIntervalMs, 60_000);
-    assert.equal(w.config.leader.enabled, false, "off with a kubeconfig (local use)");
   });
 });
 
