@@ -178,8 +178,13 @@ test("a write the API server never answers is given up at its deadline (logged) 
   const created: string[] = [];
   const kube = {
     async createEvent(_namespace: string, e: EventRecord, signal: AbortSignal) {
-      // pv-1's write hangs as a request to a stuck API server would, until its signal gives up.
-      if (e.involved.name === "pv-1") await new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason as Error), { once: true }));
+      // pv-1's write hangs as a request to a stuck API server would, until its signal gives up;
+      // the others take a little while, as requests do.
+      const hang = e.involved.name === "pv-1";
+      await new Promise<void>((resolve, reject) => {
+        const slow = hang ? undefined : setTimeout(resolve, 20);
+        signal.addEventListener("abort", () => (clearTimeout(slow), reject(signal.reason as Error)), { once: true });
+      });
       created.push(e.involved.name);
       return `ev-${created.length}`;
     },
@@ -196,6 +201,12 @@ test("a write the API server never answers is given up at its deadline (logged) 
     [["could not record event", "PersistentVolume/pv-1", "VolumeHealed"]],
   );
   assert.match(String(lines[0]!["error"]), /timeout/i);
+
+  // The default deadline leaves a slow API server its time.
+  const patient = new EventRecorder(kube, logger, metrics());
+  patient.volume(pv(3), "Normal", "VolumeHealed", "volume healed");
+  await patient.flush(5_000);
+  assert.deepEqual(created, ["pv-2", "pv-3"]);
 });
 
 test("a repeat whose Event is gone (expired by the API server: the bump fails) starts a new Event; the most recent Events are the ones remembered", async () => {
