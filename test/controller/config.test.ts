@@ -140,6 +140,10 @@ test("TLS: plaintext only when asked for; without verification only with the exp
   assert.deepEqual(run(["--sidecar-tls-insecure-skip-verify"]).sidecarTls, { enabled: true, caFile: undefined, serverName: undefined, insecureSkipVerify: true });
 });
 
+test("a positive duration may be as short as 1 ms", () => {
+  assert.equal(run([...LOCAL, "--heal-timeout=1ms"]).healTimeoutMs, 1);
+});
+
 test("the longest retry backoff is never below the first", () => {
   const c = run([...LOCAL, "--retry-initial-backoff=45s", "--retry-max-backoff=30s"]);
   assert.deepEqual([c.backoffInitialMs, c.backoffMaxMs], [45_000, 45_000]);
