@@ -93,6 +93,10 @@ test("pool: connection states are counted per sidecar, and a forgotten sidecar i
   p.forget("csi/n1");
   assert.deepEqual(p.countByState(), { serving: 1, not_serving: 0, unresolved: 1 });
   assert.equal(stateOf(conn), grpc.connectivityState.SHUTDOWN);
+  // Its CSIAddonsNode made again (same name, same endpoint): a new connection, not the closed one.
+  const again = await p.resolve(sidecar("10.0.0.1:9070"), new AbortController().signal);
+  assert.notEqual(again, conn);
+  assert.equal(stateOf(again), grpc.connectivityState.IDLE);
 });
 
 /** The state of the grpc-js channel behind a SidecarConnection (its three clients share it). */
