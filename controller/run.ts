@@ -26,7 +26,6 @@ export interface Parts {
   metrics: Metrics;
   passDeps: PassDeps;
   kube: ReturnType<typeof createKubeWrites>;
-  /** Undefined when Events are off. */
   events: EventRecorder;
 }
 
