@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { getEventListeners } from "node:events";
 import { isDnsSubdomain, stagingPath, volumeAttachmentName, volumeInUseName } from "../../sidecar/relay/names.js";
 import { volumeCapability } from "../../sidecar/relay/capability.js";
 import { Limiter } from "../../sidecar/relay/limiter.js";
@@ -78,6 +79,19 @@ test("Limiter: at most max at once, bounded queue, RESOURCE_EXHAUSTED beyond, ca
   await new Promise((r) => setImmediate(r));
   gates[5]!();
   await next;
+});
+
+test("Limiter: a waiter granted a slot leaves no listener on its caller's signal (a long-lived signal would collect one per queued call)", async () => {
+  const l = new Limiter(1, 4);
+  let open!: () => void;
+  const first = l.run(() => new Promise<void>((r) => (open = r)), new AbortController().signal);
+  const caller = new AbortController();
+  const queued = l.run(async () => {}, caller.signal);
+  assert.equal(getEventListeners(caller.signal, "abort").length, 1, "listening while it waits");
+  await new Promise((r) => setImmediate(r)); // the first job has started
+  open();
+  await Promise.all([first, queued]);
+  assert.equal(getEventListeners(caller.signal, "abort").length, 0);
 });
 
 test("SingleFlight: identical concurrent calls share one execution; the shared work is cancelled only when all callers left", async () => {

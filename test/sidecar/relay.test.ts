@@ -167,8 +167,10 @@ describe("healing relay", () => {
 
   // Every error row of DESIGN 4.4: the code, a message naming the object, and whether the driver was called.
   const rows: { name: string; run: () => Promise<any>; code: grpc.status; message: RegExp; volume?: string; driverCalled: boolean }[] = [
-    { name: "invalid PV name", run: () => heal("../../etc/passwd"), code: grpc.status.INVALID_ARGUMENT, message: /not a valid PersistentVolume name/, driverCalled: false },
-    { name: "empty PV name", run: () => health(""), code: grpc.status.INVALID_ARGUMENT, message: /pv_name/, driverCalled: false },
+    { name: "invalid PV name", run: () => heal("../../etc/passwd"), code: grpc.status.INVALID_ARGUMENT, message: /^pv_name "\.\.\/\.\.\/etc\/passwd" is not a valid PersistentVolume name \(DNS-1123 subdomain\)$/, driverCalled: false },
+    { name: "empty PV name", run: () => health(""), code: grpc.status.INVALID_ARGUMENT, message: /^pv_name "" is not a valid/, driverCalled: false },
+    // A name past 64 characters is shown cut, so a hostile one cannot flood the answer or the log.
+    { name: "overlong PV name", run: () => health("p".repeat(300)), code: grpc.status.INVALID_ARGUMENT, message: new RegExp(`^pv_name "${"p".repeat(64)}"\\.\\.\\. is not a valid`), driverCalled: false },
     { name: "unknown PV", run: () => heal("pv-nope"), code: grpc.status.NOT_FOUND, message: /PersistentVolume pv-nope not found/, driverCalled: false },
     { name: "PV of another driver", run: () => heal("pv-other-driver"), code: grpc.status.FAILED_PRECONDITION, message: /belongs to driver other\.csi\.example\.com/, volume: "vol-other", driverCalled: false },
     { name: "PV not CSI", run: () => heal("pv-hostpath"), code: grpc.status.FAILED_PRECONDITION, message: /not a CSI volume/, driverCalled: false },
