@@ -1,0 +1,137 @@
+// relay/pv-cache in process: PersistentVolumes served from memory only while that cannot mislead (the
+// reasons are in the module's header): an event for a PV drops its entry, a read that raced an
+// event is not kept, a lost watch drops everything, the TTL and the size bound the rest. Over a
+// fake of the three KubeApi calls it uses; pv-cache.test.ts runs it in a real sidecar.
+import { test, type TestContext } from "node:test";
+import assert from "node:assert/strict";
+import { PvCache } from "../../sidecar/relay/pv-cache.js";
+import type { KubeApi, PersistentVolume, WatchEventType } from "../../sidecar/kube/api.js";
+import { createLogger } from "../../sidecar/log/logger.js";
+import { waitFor } from "../support/wait.js";
+
+const pv = (name: string, more: Partial<PersistentVolume["metadata"]> = {}): PersistentVolume =>
+  ({ metadata: { name, resourceVersion: "1", ...more }, spec: { csi: { driver: "drv", volumeHandle: `vol-${name}` } } }) as PersistentVolume;
+
+function fakeKube() {
+  const stored = new Map<string, PersistentVolume>();
+  const reads: string[] = [];
+  /** Reads of these names wait until released. */
+  const held = new Map<string, (() => void)[]>();
+  let watch: { emit: (type: WatchEventType, o: PersistentVolume) => void; end: (err?: Error) => void } | undefined;
+  let watches = 0;
+  const kube = {
+    getPersistentVolume: async (name: string) => {
+      reads.push(name);
+      const gate = held.get(name);
+      if (gate) await new Promise<void>((resolve) => gate.push(resolve));
+      return stored.get(name);
+    },
+    persistentVolumesVersion: async () => "100",
+    watchPersistentVolumes: (opts: { resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, o: PersistentVolume) => void) =>
+      new Promise<void>((resolve, reject) => {
+        watches++;
+        watch = { emit: onEvent, end: (err) => (err ? reject(err) : resolve()) };
+        opts.signal.addEventListener("abort", () => resolve(), { once: true });
+      }),
+  } as unknown as KubeApi;
+  return {
+    kube,
+    stored,
+    reads,
+    hold: (name: string) => void held.set(name, []),
+    release: (name: string) => {
+      for (const open of held.get(name) ?? []) open();
+      held.delete(name);
+    },
+    watch: () => watch!,
+    watches: () => watches,
+  };
+}
+
+async function started(t: TestContext, o: { ttlMs?: number; maxEntries?: number } = {}) {
+  const f = fakeKube();
+  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, createLogger("error", "json"), o.maxEntries);
+  t.after(() => cache.close());
+  cache.start();
+  await waitFor("the PV watch", () => f.watches() === 1);
+  return { ...f, cache };
+}
+
+const signal = () => AbortSignal.timeout(5_000);
+
+test("a PV read once is served from memory while the watch stands", async (t) => {
+  const f = await started(t);
+  f.stored.set("pv-a", pv("pv-a"));
+  assert.equal((await f.cache.get("pv-a", signal()))?.metadata.name, "pv-a");
+  assert.equal((await f.cache.get("pv-a", signal()))?.metadata.name, "pv-a");
+  assert.deepEqual(f.reads, ["pv-a"]);
+});
+
+test("an event for a cached PV drops it: the next request reads it again and sees the change (its deletion began)", async (t) => {
+  const f = await started(t);
+  f.stored.set("pv-a", pv("pv-a"));
+  await f.cache.get("pv-a", signal());
+  const deleting = pv("pv-a", { resourceVersion: "2", deletionTimestamp: "2026-12-03T05:30:00Z" });
+  f.stored.set("pv-a", deleting);
+  f.watch().emit("MODIFIED", deleting);
+  assert.equal((await f.cache.get("pv-a", signal()))?.metadata.deletionTimestamp, "2026-12-03T05:30:00Z");
+  f.stored.delete("pv-a");
+  f.watch().emit("DELETED", deleting);
+  assert.equal(await f.cache.get("pv-a", signal()), undefined);
+  assert.deepEqual(f.reads, ["pv-a", "pv-a", "pv-a"]);
+  f.watch().emit("BOOKMARK", pv("", { resourceVersion: "5" }));
+});
+
+test("a read that raced an event for its PV is served but not kept", async (t) => {
+  const f = await started(t);
+  f.stored.set("pv-a", pv("pv-a"));
+  f.hold("pv-a");
+  const racing = f.cache.get("pv-a", signal());
+  await waitFor("the read in flight", () => f.reads.length === 1);
+  f.watch().emit("MODIFIED", pv("pv-a", { resourceVersion: "2" }));
+  f.release("pv-a");
+  await racing;
+  await f.cache.get("pv-a", signal());
+  assert.deepEqual(f.reads, ["pv-a", "pv-a"], "read again: the first answer may predate the event");
+});
+
+test("an absent PV is not kept, and a read that ended is forgotten: a later event for that name spoils no other read", async (t) => {
+  const f = await started(t);
+  assert.equal(await f.cache.get("pv-new", signal()), undefined);
+  f.stored.set("pv-b", pv("pv-b"));
+  f.hold("pv-b");
+  const inFlight = f.cache.get("pv-b", signal());
+  await waitFor("pv-b's read in flight", () => f.reads.includes("pv-b"));
+  f.stored.set("pv-new", pv("pv-new"));
+  f.watch().emit("ADDED", pv("pv-new")); // created after it was read as absent
+  f.release("pv-b");
+  await inFlight;
+  assert.equal((await f.cache.get("pv-new", signal()))?.metadata.name, "pv-new", "read again, not remembered as absent");
+  await f.cache.get("pv-b", signal());
+  assert.deepEqual(f.reads, ["pv-new", "pv-b", "pv-new"], "pv-b was kept: the event was about no PV read or cached then");
+});
+
+test("a lost watch drops every entry; until it stands again every request reads", async (t) => {
+  const f = await started(t);
+  f.stored.set("pv-a", pv("pv-a"));
+  await f.cache.get("pv-a", signal());
+  f.watch().end(new Error("watch closed"));
+  await waitFor("the watch resumed", () => f.watches() === 2);
+  await f.cache.get("pv-a", signal());
+  assert.deepEqual(f.reads, ["pv-a", "pv-a"]);
+});
+
+test("an entry lives at most the TTL; the cache holds at most maxEntries, the least recently read going first", async (t) => {
+  const short = await started(t, { ttlMs: 30 });
+  short.stored.set("pv-a", pv("pv-a"));
+  await short.cache.get("pv-a", signal());
+  const at = Date.now();
+  await waitFor("the TTL to pass", () => Date.now() - at > 40);
+  await short.cache.get("pv-a", signal());
+  assert.deepEqual(short.reads, ["pv-a", "pv-a"]);
+
+  const small = await started(t, { maxEntries: 2 });
+  for (const n of ["pv-1", "pv-2", "pv-3"]) small.stored.set(n, pv(n));
+  for (const n of ["pv-1", "pv-2", "pv-3", "pv-2", "pv-1"]) await small.cache.get(n, signal());
+  assert.deepEqual(small.reads, ["pv-1", "pv-2", "pv-3", "pv-1"], "pv-1 went first; pv-2 and pv-3 stayed");
+});
