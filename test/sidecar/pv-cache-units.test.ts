@@ -5,8 +5,9 @@
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { PvCache } from "../../sidecar/relay/pv-cache.js";
-import type { KubeApi, PersistentVolume, WatchEventType } from "../../sidecar/kube/api.js";
-import { createLogger } from "../../sidecar/log/logger.js";
+import { KubeError, type KubeApi, type PersistentVolume, type WatchEventType } from "../../sidecar/kube/api.js";
+import { createLogger, type Logger } from "../../sidecar/log/logger.js";
+import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
 
 const pv = (name: string, more: Partial<PersistentVolume["metadata"]> = {}): PersistentVolume =>
@@ -48,9 +49,9 @@ function fakeKube() {
   };
 }
 
-async function started(t: TestContext, o: { ttlMs?: number; maxEntries?: number } = {}) {
+async function started(t: TestContext, o: { ttlMs?: number; maxEntries?: number; logger?: Logger } = {}) {
   const f = fakeKube();
-  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, createLogger("error", "json"), o.maxEntries);
+  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, o.logger ?? createLogger("error", "json"), o.maxEntries);
   t.after(() => cache.close());
   cache.start();
   await waitFor("the PV watch", () => f.watches() === 1);
@@ -134,4 +135,20 @@ test("an entry lives at most the TTL; the cache holds at most maxEntries, the le
   for (const n of ["pv-1", "pv-2", "pv-3"]) small.stored.set(n, pv(n));
   for (const n of ["pv-1", "pv-2", "pv-3", "pv-2", "pv-1"]) await small.cache.get(n, signal());
   assert.deepEqual(small.reads, ["pv-1", "pv-2", "pv-3", "pv-1"], "pv-1 went first; pv-2 and pv-3 stayed");
+});
+
+test("without list/watch on PersistentVolumes (an older RBAC) it says so once, at warn, and reads on every request", async (t) => {
+  const { lines, logger } = captureLogger("debug");
+  const f = await started(t, { logger });
+  f.stored.set("pv-a", pv("pv-a"));
+  for (let i = 1; i <= 2; i++) {
+    f.watch().end(new KubeError(403, "Forbidden", 'persistentvolumes is forbidden: cannot watch resource "persistentvolumes"'));
+    await waitFor(`watch ${i + 1}`, () => f.watches() === i + 1);
+  }
+  f.watch().end(new Error("connection reset"));
+  await waitFor("watch 4", () => f.watches() === 4);
+  assert.deepEqual(
+    lines.filter((l) => String(l["message"]).startsWith("PersistentVolume watch ended")).map((l) => l["level"]),
+    ["warn", "debug", "debug"],
+  );
 });
