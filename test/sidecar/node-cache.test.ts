@@ -16,11 +16,13 @@ const node = (volumesInUse: string[]): NodeInfo => ({ metadata: { name: "node-1"
  */
 function fakeKube(current: { node: NodeInfo | undefined; readMs: number; failReads: number; held?: boolean }) {
   const reads: AbortSignal[] = [];
+  const readAt: number[] = [];
   const heldReads: (() => void)[] = [];
   const watches: { opts: WatchOptions; emit: (type: WatchEventType, obj: NodeInfo) => void; end: (err?: Error) => void }[] = [];
   const kube = {
     getNode: (_name: string, signal: AbortSignal) => {
       reads.push(signal);
+      readAt.push(Date.now());
       if (current.failReads > 0) {
         current.failReads--;
         return Promise.reject(new Error("connection refused"));
@@ -43,7 +45,7 @@ function fakeKube(current: { node: NodeInfo | undefined; readMs: number; failRea
     current.held = false;
     for (const answer of heldReads.splice(0)) answer();
   };
-  return { kube, reads, watches, release };
+  return { kube, reads, readAt, watches, release };
 }
 
 const logger = createLogger("error", "json");
@@ -78,12 +80,13 @@ test("once synced, get() answers from the watch without a request, and follows i
 
 test("a first read that fails is retried; a lost watch is read again and watched again; meanwhile get() reads", async (t) => {
   const current = { node: node(["kubernetes.io/csi/drv^vol-1"]), readMs: 0, failReads: 1, held: false };
-  const { kube, reads, watches, release } = fakeKube(current);
+  const { kube, reads, readAt, watches, release } = fakeKube(current);
   const cache = new NodeCache(kube, "node-1", logger);
   t.after(() => (release(), cache.close()));
   cache.start();
   await waitFor("the watch after a failed first read", () => watches.length === 1);
   assert.equal(reads.length, 2);
+  assert.ok(readAt[1]! - readAt[0]! >= 150, `retried after a backoff (200 ms), not at once: ${readAt[1]! - readAt[0]!} ms`);
   current.held = true; // the API server stops answering reads for a while
   watches[0]!.end(new Error("watch closed"));
   await waitFor("the Node read again after the lost watch", () => reads.length === 3);

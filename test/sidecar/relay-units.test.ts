@@ -9,7 +9,7 @@ import { SingleFlight } from "../../sidecar/relay/single-flight.js";
 import { csiAddonsNodeName } from "../../sidecar/node/name.js";
 import { DomainError } from "../../sidecar/errors.js";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
-import type { PersistentVolume } from "../../sidecar/kube/api.js";
+import type { KubeApi, PersistentVolume } from "../../sidecar/kube/api.js";
 
 const hex = (s: string) => createHash("sha256").update(s).digest("hex");
 
@@ -120,6 +120,56 @@ test("SingleFlight: identical concurrent calls share one execution; the shared w
   c3.abort();
   await assert.rejects(p3);
   assert.equal(sharedSignal.aborted, true, "the last caller leaving cancels the work");
+});
+
+test("SingleFlight: once every caller has left, the next identical call runs anew instead of joining the cancelled work; a failure nobody waits for is not an unhandled rejection", async () => {
+  const sf = new SingleFlight<number>();
+  const runs: AbortSignal[] = [];
+  const fails: ((e: Error) => void)[] = [];
+  const fn = (signal: AbortSignal) => {
+    runs.push(signal);
+    return new Promise<number>((resolve, reject) => {
+      fails.push(reject);
+      signal.addEventListener("abort", () => setImmediate(() => resolve(-1)), { once: true });
+      setTimeout(() => resolve(runs.length), 10);
+    });
+  };
+  const gone = new AbortController();
+  const first = sf.do("k", gone.signal, fn);
+  gone.abort();
+  await assert.rejects(first, (e: DomainError) => e.kind === "Cancelled");
+  assert.equal(sf.size, 0, "the cancelled flight is forgotten at once");
+  assert.equal(await sf.do("k", new AbortController().signal, fn), 2, "a second execution, not the cancelled one's answer");
+
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    // A caller already cancelled when it arrives: the work starts and is cancelled, and nobody awaits it.
+    const p = sf.do("j", AbortSignal.abort(), () => new Promise<number>((_resolve, reject) => fails.push(reject)));
+    await assert.rejects(p);
+    fails.at(-1)!(new Error("driver failed after every caller left"));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+});
+
+test("SecretCache: the stage secrets of several storage classes are each read once within the TTL, with a deadline of their own", async () => {
+  const { SecretCache } = await import("../../sidecar/relay/secret-cache.js");
+  const reads: string[] = [];
+  const kube = {
+    getSecretData: async (namespace: string, name: string, signal: AbortSignal) => {
+      assert.equal(signal.aborted, false);
+      reads.push(`${namespace}/${name}`);
+      return { userKey: `key-of-${name}` };
+    },
+  } as unknown as KubeApi;
+  const secrets = new SecretCache(kube, 60_000);
+  for (const name of ["rbd-a", "rbd-b", "cephfs", "rbd-a", "rbd-b", "cephfs"]) assert.deepEqual(await secrets.get("ceph-csi", name), { userKey: `key-of-${name}` });
+  assert.deepEqual(reads, ["ceph-csi/rbd-a", "ceph-csi/rbd-b", "ceph-csi/cephfs"]);
 });
 
 test("TtlCache: shared loads, expiry, bounded size, failures not kept", async () => {
