@@ -58,13 +58,30 @@ test("a child logger's fields are redacted too, and an error is logged by its me
   assert.ok(!out[0]!.includes("at "), "no stack trace");
 });
 
-test("past the depth the logger looks (6 levels), a value is left whole: the limit keeps a cyclic or huge object from stalling a call", () => {
+test("the logger looks 6 levels deep into objects and arrays; past that a value is left whole, so a cyclic or huge object cannot stall a call", () => {
   const { logger, out } = capture("json");
-  const deep = { l1: { l2: { l3: { l4: { l5: { l6: { l7: { secrets: "kept" } } } } } } } };
-  logger.info("deep", { deep, shallow: { secrets: "hidden" } });
+  const deep = { l1: { l2: { l3: { l4: { l5: { l6: { secrets: "hidden", l7: { secrets: "kept" } } } } } } } };
+  const arrays = [[[[[[{ secrets: "hidden", deeper: [{ secrets: "kept" }] }]]]]]];
+  logger.info("deep", { deep, arrays });
   const line = JSON.parse(out[0]!) as Record<string, any>;
-  assert.equal(line["shallow"].secrets, "***");
+  assert.equal(line["deep"].l1.l2.l3.l4.l5.l6.secrets, "***");
   assert.equal(line["deep"].l1.l2.l3.l4.l5.l6.l7.secrets, "kept");
+  const sixth = line["arrays"][0][0][0][0][0][0];
+  assert.deepEqual(sixth, { secrets: "***", deeper: [{ secrets: "kept" }] });
+});
+
+test("an Error logged as the message is its message, without a stack", () => {
+  const { logger, out } = capture("json");
+  logger.error(new Error("permission denied"));
+  const line = JSON.parse(out[0]!) as Record<string, unknown>;
+  assert.equal(line["message"], "permission denied");
+  assert.equal(line["stack"], undefined);
+});
+
+test("everything goes to stdout (one stream keeps lines in order); a command whose stdout is its result logs to stderr", () => {
+  const levels = (l: ReturnType<typeof createLogger>) => Object.keys((l.transports[0] as unknown as { stderrLevels: Record<string, unknown> }).stderrLevels).sort();
+  assert.deepEqual(levels(createLogger("info", "json")), []);
+  assert.deepEqual(levels(createLogger("info", "json", true)), ["debug", "error", "info", "warn"]);
 });
 
 test("text format: one line with time, level and fields, secrets redacted; the level filters", () => {
