@@ -47,17 +47,16 @@ export class SingleFlight<T> {
       };
       if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
+      // Once settled, the caller's signal is no longer listened to, so it can never leave twice.
       f.promise.then(
         (v) => {
           if (left) return;
-          left = true;
           signal.removeEventListener("abort", onAbort);
           f.waiters--;
           resolve(v);
         },
         (e: unknown) => {
           if (left) return;
-          left = true;
           signal.removeEventListener("abort", onAbort);
           f.waiters--;
           reject(e);
