@@ -1,0 +1,94 @@
+// kube/cluster: the ClusterView the controller decides from (DESIGN 7.1), its four informers
+// against the in-memory API server: a sidecar's volumes from its node's VolumeAttachments and the
+// Node's volumesInUse, and the PV indexes kept right as PVs are deleted and made again.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { ClusterCache } from "../../controller/kube/cluster.js";
+import { loadKubeConfig } from "../../controller/kube/client.js";
+import type { SidecarInfo } from "../../controller/plan/types.js";
+import { createLogger } from "../../common/log/logger.js";
+import { startKubeApi, type KubeApi } from "../kube/server.js";
+import { csiNode, G, V, upstreamCrdFile } from "../kube/testkit.js";
+import { DRIVER, NODE, node, pv, volumeAttachment } from "../support/fixtures.js";
+import { waitFor } from "../support/wait.js";
+
+let api: KubeApi;
+let cache: ClusterCache;
+const events: [string, SidecarInfo][] = [];
+
+before(async () => {
+  const sidecar = csiNode("node-1-csi", "csi", { name: DRIVER, nodeID: NODE, endpoint: "pod://plugin-0.csi:9070" });
+  sidecar["metadata"].annotations = { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1" };
+  api = await startKubeApi({
+    crdFiles: [upstreamCrdFile],
+    seed: [
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "csi" } },
+      node([`kubernetes.io/csi/${DRIVER}^handle-pv-inuse`, `kubernetes.io/csi/${DRIVER}^handle-pv-both`, "kubernetes.io/csi/other.csi.example.com^handle-x"]),
+      ...["pv-attached", "pv-inuse", "pv-both", "pv-detached", "pv-elsewhere"].map((n) => pv(n)),
+      volumeAttachment("pv-attached", "handle-pv-attached"),
+      volumeAttachment("pv-both", "handle-pv-both"),
+      volumeAttachment("pv-detached", "handle-pv-detached", { attached: false }),
+      volumeAttachment("pv-elsewhere", "handle-pv-elsewhere", { nodeName: "node-2" }),
+      sidecar,
+    ],
+  });
+  cache = new ClusterCache(loadKubeConfig(api.kubeconfigPath), undefined, createLogger("error", "json"));
+  cache.on("sidecar", (type, s) => void events.push([type, s]));
+  await cache.start();
+});
+
+after(async () => {
+  cache?.stop();
+  await api?.stop();
+});
+
+const KEY = "csi/node-1-csi";
+const names = (s: SidecarInfo) => cache.volumesOf(s).map((p) => p.name).sort();
+
+test("a CSIAddonsNode as the controller sees it", () => {
+  const s = cache.sidecar(KEY);
+  assert.deepEqual({ ...s, uid: "" }, {
+    key: KEY,
+    namespace: "csi",
+    name: "node-1-csi",
+    uid: "",
+    driver: DRIVER,
+    endpoint: "pod://plugin-0.csi:9070",
+    nodeId: NODE,
+    annotations: { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1" },
+    deleting: false,
+  });
+  assert.ok(s?.uid);
+  assert.deepEqual(cache.sidecars().map((x) => x.key), [KEY]);
+  assert.equal(cache.sidecar("csi/none"), undefined);
+});
+
+test("its volumes: attached on its node, or in use there per the Node; once each; not detached, not elsewhere, not another driver's", () => {
+  assert.deepEqual(names(cache.sidecar(KEY)!), ["pv-attached", "pv-both", "pv-inuse"]);
+});
+
+test("a PV deleted leaves both indexes; made again with another handle, it is found by the new one only", async () => {
+  const s = cache.sidecar(KEY)!;
+  api.delete("v1", "PersistentVolume", undefined, "pv-inuse");
+  await waitFor("the deletion seen", () => cache.pv("pv-inuse") === undefined);
+  assert.deepEqual(names(s), ["pv-attached", "pv-both"]);
+
+  api.delete("v1", "PersistentVolume", undefined, "pv-attached");
+  await waitFor("the deletion seen", () => cache.pv("pv-attached") === undefined);
+  assert.deepEqual(names(s), ["pv-both"], "its VolumeAttachment, still there, names a PV that is gone");
+
+  await api.create(pv("pv-inuse", { handle: "handle-new" }));
+  await waitFor("the new PV seen", () => cache.pv("pv-inuse")?.handle === "handle-new");
+  assert.deepEqual(names(s), ["pv-both"], "the Node lists the old handle, which no PV has now");
+});
+
+test("changes of a CSIAddonsNode are told to the controller as they come", async () => {
+  const stored = api.get(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi") as Record<string, any>;
+  stored["metadata"].annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] = "2026-12-03T06:00:00Z";
+  api.update(stored);
+  await waitFor("the update told", () => events.some(([type, s]) => type === "update" && s.annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] === "2026-12-03T06:00:00Z"));
+  assert.equal(cache.sidecar(KEY)?.annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"], "2026-12-03T06:00:00Z");
+  api.delete(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi");
+  await waitFor("the deletion told", () => events.some(([type]) => type === "delete"));
+  assert.equal(cache.sidecar(KEY), undefined);
+});
