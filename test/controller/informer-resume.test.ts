@@ -1,0 +1,40 @@
+// kube/informer: an informer whose watch fails resumes with a growing backoff while the API server
+// stays away, and starts again from the shortest wait once it has seen the server work: a second
+// outage an hour later is not waited out as if it were the same one.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { loadKubeConfig } from "../../controller/kube/client.js";
+import { pvInformer } from "../../controller/kube/cluster.js";
+import { startKubeApi, type KubeApi } from "../kube/server.js";
+import { captureLogger } from "../support/capture-logger.js";
+import { pv } from "../support/fixtures.js";
+import { waitFor } from "../support/wait.js";
+
+let api: KubeApi;
+before(async () => {
+  api = await startKubeApi({ seed: [pv("pv-0")] });
+});
+after(async () => {
+  await api?.stop();
+});
+
+test("the resume backoff grows through one outage and starts over after the informer saw the API server work", { timeout: 60_000 }, async (t) => {
+  const { lines, logger } = captureLogger("debug");
+  const informer = pvInformer(loadKubeConfig(api.kubeconfigPath), logger);
+  t.after(() => informer.stop());
+  await informer.start();
+  const waits = () => lines.filter((l) => l["message"] === "watch ended with an error; resuming").map((l) => l["retryInMs"] as number);
+
+  await api.faults.down();
+  await waitFor("two failed resumes in the first outage", () => waits().length >= 2, { timeoutMs: 20_000 });
+  assert.deepEqual(waits().slice(0, 2), [200, 400]);
+  await api.faults.up();
+  await api.create(pv("pv-1"));
+  await waitFor("the informer working again", () => informer.get("pv-1") !== undefined, { timeoutMs: 20_000 });
+
+  const before = waits().length;
+  await api.faults.down();
+  await waitFor("the first resume in the second outage", () => waits().length > before, { timeoutMs: 20_000 });
+  assert.equal(waits()[before], 200);
+  await api.faults.up();
+});
