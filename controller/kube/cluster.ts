@@ -74,7 +74,10 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
   private readonly vaInf: Informer<V1VolumeAttachment>;
   private readonly pvInf: Informer<V1PersistentVolume>;
   private readonly k8sNodeInf: Informer<V1Node>;
-  private readonly pvByHandleIdx = new Map<string, PvInfo>();
+  // Several PVs may name one volume handle (a static PV made again while the old one is still being
+  // deleted, or one share bound in several namespaces): each is kept, so that deleting one leaves
+  // the others found.
+  private readonly pvByHandleIdx = new Map<string, Map<string, PvInfo>>();
   private readonly pvByNameIdx = new Map<string, PvInfo>();
   private readonly attachments = new AttachmentIndex();
 
@@ -98,13 +101,21 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
     this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", (p, signal) => core.listNode(p, requestOptions(signal)), logger, slimNode);
 
     this.pvInf.on("change", (type, o) => {
-      const old = this.pvByNameIdx.get(o.metadata?.name ?? "");
-      if (old) this.pvByHandleIdx.delete(handleKey(old.driver, old.handle));
-      this.pvByNameIdx.delete(o.metadata?.name ?? "");
+      const name = o.metadata?.name ?? "";
+      const old = this.pvByNameIdx.get(name);
+      if (old) {
+        const k = handleKey(old.driver, old.handle);
+        const same = this.pvByHandleIdx.get(k);
+        same?.delete(name);
+        if (same?.size === 0) this.pvByHandleIdx.delete(k);
+      }
+      this.pvByNameIdx.delete(name);
       const pv = type === "delete" ? undefined : toPv(o);
       if (pv) {
         this.pvByNameIdx.set(pv.name, pv);
-        this.pvByHandleIdx.set(handleKey(pv.driver, pv.handle), pv);
+        const k = handleKey(pv.driver, pv.handle);
+        const same = this.pvByHandleIdx.get(k) ?? new Map<string, PvInfo>();
+        this.pvByHandleIdx.set(k, same.set(pv.name, pv));
       }
     });
     this.vaInf.on("change", (type, o) => {
@@ -140,7 +151,7 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
       attachments: this.attachments.onNode(s.nodeId),
       volumesInUse: this.k8sNodeInf.get(s.nodeId)?.status?.volumesInUse ?? [],
       pvByName: (n) => this.pvByNameIdx.get(n),
-      pvByHandle: (d, h) => this.pvByHandleIdx.get(handleKey(d, h)),
+      pvsByHandle: (d, h) => this.pvByHandleIdx.get(handleKey(d, h))?.values() ?? [],
     });
   }
 

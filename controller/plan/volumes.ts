@@ -9,7 +9,9 @@ export interface VolumeSources {
   /** The Node's status.volumesInUse. */
   volumesInUse: readonly string[];
   pvByName(name: string): PvInfo | undefined;
-  pvByHandle(driver: string, handle: string): PvInfo | undefined;
+  /** Every PV naming this volume handle: volumesInUse names the handle only, so each of them may be
+   * the one staged here, and healing one twice costs less than leaving one dead. */
+  pvsByHandle(driver: string, handle: string): Iterable<PvInfo>;
 }
 
 const IN_USE_PREFIX = "kubernetes.io/csi/";
@@ -27,7 +29,7 @@ export function volumesOfSidecar(sidecar: Pick<SidecarInfo, "driver" | "nodeId">
     const rest = entry.slice(IN_USE_PREFIX.length);
     const caret = rest.indexOf("^");
     if (caret < 0 || rest.slice(0, caret) !== sidecar.driver) continue;
-    add(src.pvByHandle(sidecar.driver, rest.slice(caret + 1)));
+    for (const pv of src.pvsByHandle(sidecar.driver, rest.slice(caret + 1))) add(pv);
   }
   // PV names are DNS subdomains (lowercase ASCII): code-unit order is what any locale's collation
   // gives them, without ICU's collator (twice the cost; its data loaded on first use).

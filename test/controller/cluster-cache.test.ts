@@ -82,6 +82,31 @@ test("a PV deleted leaves both indexes; made again with another handle, it is fo
   assert.deepEqual(names(s), ["pv-both"], "the Node lists the old handle, which no PV has now");
 });
 
+test("two PVs naming one handle in use: deleting one leaves the other found, whichever changed last", async () => {
+  const s = cache.sidecar(KEY)!;
+  const inUse = `kubernetes.io/csi/${DRIVER}^handle-shared`;
+  const n = api.get("v1", "Node", undefined, NODE) as Record<string, any>;
+  n["status"].volumesInUse = [...n["status"].volumesInUse, inUse];
+  api.update(n);
+  await api.create(pv("pv-shared-a", { handle: "handle-shared" }));
+  await api.create(pv("pv-shared-b", { handle: "handle-shared" }));
+  await waitFor("both PVs seen", () => names(s).includes("pv-shared-a") && names(s).includes("pv-shared-b"));
+
+  api.delete("v1", "PersistentVolume", undefined, "pv-shared-b");
+  await waitFor("the deletion seen", () => cache.pv("pv-shared-b") === undefined);
+  assert.ok(names(s).includes("pv-shared-a"), "the PV left still names the handle the Node uses");
+
+  // The one made later is the one whose event came last: deleting the earlier must not drop it.
+  await api.create(pv("pv-shared-c", { handle: "handle-shared" }));
+  await waitFor("the new PV seen", () => cache.pv("pv-shared-c") !== undefined);
+  api.delete("v1", "PersistentVolume", undefined, "pv-shared-a");
+  await waitFor("the deletion seen", () => cache.pv("pv-shared-a") === undefined);
+  assert.deepEqual(names(s).filter((x) => x.startsWith("pv-shared")), ["pv-shared-c"]);
+  api.delete("v1", "PersistentVolume", undefined, "pv-shared-c");
+  await waitFor("the deletion seen", () => cache.pv("pv-shared-c") === undefined);
+  assert.deepEqual(names(s).filter((x) => x.startsWith("pv-shared")), []);
+});
+
 test("changes of a CSIAddonsNode are told to the controller as they come", async () => {
   const stored = api.get(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi") as Record<string, any>;
   stored["metadata"].annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] = "2026-12-03T06:00:00Z";

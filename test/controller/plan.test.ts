@@ -16,7 +16,7 @@ function sources(pvs: PvInfo[], o: Partial<VolumeSources> = {}): VolumeSources {
     attachments: [],
     volumesInUse: [],
     pvByName: (n) => pvs.find((p) => p.name === n),
-    pvByHandle: (d, h) => pvs.find((p) => p.driver === d && p.handle === h),
+    pvsByHandle: (d, h) => pvs.filter((p) => p.driver === d && p.handle === h),
     ...o,
   };
 }
@@ -47,6 +47,12 @@ test("volumes of a sidecar come in name order, whatever order the sources list t
     sources(names.map((n) => pv(n)), { attachments: names.map((n) => ({ attacher: DRV, nodeName: "n1", pvName: n, attached: true })) }),
   );
   assert.deepEqual(got.map((p) => p.name), ["pvc-0", "pvc-1-a", "pvc-1.b", "pvc-10", "pvc-9", "pvc-z"]);
+});
+
+test("a handle in use that several PVs name gives every one of them not being deleted: which one is staged here, volumesInUse does not say", () => {
+  const pvs = [pv("old", { handle: "shared", deleting: true }), pv("new", { handle: "shared" }), pv("ns-2", { handle: "shared" }), pv("elsewhere")];
+  const got = volumesOfSidecar({ driver: DRV, nodeId: "n1" }, sources(pvs, { volumesInUse: [`kubernetes.io/csi/${DRV}^shared`] }));
+  assert.deepEqual(got.map((p) => p.name), ["new", "ns-2"]);
 });
 
 test("a volumesInUse entry without the driver^handle form is ignored", () => {
