@@ -18,10 +18,10 @@ let sidecar: SidecarProc;
 let socket: string;
 let server: grpc.Server | undefined;
 
-async function serveDriver(bootId: string): Promise<void> {
+async function serveDriver(bootId: string, name = "boot.csi.example.com"): Promise<void> {
   server?.forceShutdown();
   const impl: IdentityServer = {
-    getIdentity: (_c, cb) => cb(null, { name: "boot.csi.example.com", vendorVersion: "1.0.0", manifest: { bootId } }),
+    getIdentity: (_c, cb) => cb(null, { name, vendorVersion: "1.0.0", manifest: { bootId } }),
     getCapabilities: (_c, cb) => cb(null, { capabilities: [] }),
     probe: (_c, cb) => cb(null, { ready: true }),
   };
@@ -29,7 +29,8 @@ async function serveDriver(bootId: string): Promise<void> {
 }
 
 const readyLines = () => sidecar.logLines().filter((l) => l.message === "driver ready");
-const restartedAt = () => (kube.get("csiaddons.openshift.io/v1alpha1", "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as any)?.metadata.annotations?.[RESTARTED_AT];
+const stored = () => kube.get("csiaddons.openshift.io/v1alpha1", "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as any;
+const restartedAt = () => stored()?.metadata.annotations?.[RESTARTED_AT];
 
 before(async () => {
   socket = join(tempDir(), "addons.sock");
@@ -56,4 +57,12 @@ test("a reconnection to the same boot id is not a restart; a new boot id is", as
   await waitFor("the sidecar to reconnect again", () => readyLines().length === 3);
   assert.equal(readyLines()[2]!.restarted, true);
   await waitFor("driverRestartedAt recorded", () => restartedAt());
+});
+
+test("a driver that comes back under another name: the CSIAddonsNode is made again naming it (the driver name is immutable there)", async () => {
+  const uid = stored().metadata.uid;
+  await serveDriver("boot-C", "renamed.csi.example.com");
+  await waitFor("the CSIAddonsNode to name the new driver", () => stored()?.spec.driver.name === "renamed.csi.example.com");
+  assert.notEqual(stored().metadata.uid, uid, "replaced, not updated: the API refuses a new driver name on the old object");
+  await waitHealth(sidecar, "SERVING");
 });

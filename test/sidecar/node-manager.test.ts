@@ -1,0 +1,173 @@
+// node/manager: the sidecar's CSIAddonsNode kept in place (DESIGN 4.3), in process against the
+// in-memory API (real 409s, finalizers, watches), with every KubeApi call timed: what it writes
+// once placed, how it waits out a deletion, how it backs off and starts over, how many loops run.
+// lifecycle.test.ts shows the same behaviour through a whole sidecar process.
+import { after, afterEach, before, test } from "node:test";
+import assert from "node:assert/strict";
+import type { KubeApi as TestKube } from "../kube/index.js";
+import { createKubeApi } from "../../sidecar/kube/client.js";
+import type { KubeApi } from "../../sidecar/kube/api.js";
+import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
+import { KubeTransport } from "../../sidecar/kube/transport.js";
+import { CSIAddonsNodeManager } from "../../sidecar/node/manager.js";
+import { startTestKube } from "../support/cluster.js";
+import { captureLogger } from "../support/capture-logger.js";
+import { waitFor } from "../support/wait.js";
+import { CSI_ADDONS_NODE_NAME, DAEMONSET, DRIVER, NAMESPACE, NODE, POD, POD_UID, daemonSet, pod } from "../support/fixtures.js";
+
+const CAN = "csiaddons.openshift.io/v1alpha1";
+const ENDPOINT = `pod://${POD}.${NAMESPACE}:9070`;
+type Obj = Record<string, any>;
+
+let api: TestKube;
+let transport: KubeTransport;
+let real: KubeApi;
+const managers: CSIAddonsNodeManager[] = [];
+
+before(async () => {
+  api = await startTestKube();
+  transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
+  real = createKubeApi(transport);
+});
+
+/** The KubeApi, recording every call (by method, with the time it was made) of one manager. */
+function recorded() {
+  const calls: { method: string; at: number }[] = [];
+  const kube = new Proxy(real, {
+    get(target, prop, receiver) {
+      const v = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof v !== "function") return v;
+      return (...args: unknown[]) => {
+        calls.push({ method: String(prop), at: Date.now() });
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { kube, callsOf: (method: string) => calls.filter((c) => c.method === method) };
+}
+
+afterEach(async () => {
+  for (const m of managers.splice(0)) m.close();
+  api.faults.clear();
+  const o = stored();
+  if (o) {
+    api.update({ ...o, metadata: { ...o.metadata, finalizers: [] } });
+    if (stored()) api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  }
+});
+
+after(async () => {
+  transport?.close();
+  await api?.stop();
+});
+
+const stored = () => api.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as Obj | undefined;
+
+function manager(confirmTimeoutMs = 60_000) {
+  const { lines, logger } = captureLogger("debug");
+  const { kube, callsOf } = recorded();
+  const m = new CSIAddonsNodeManager({ kube, logger, namespace: NAMESPACE, pod: POD, podUid: POD_UID, nodeId: NODE, endpoint: ENDPOINT, confirmTimeoutMs });
+  managers.push(m);
+  return { m, lines, callsOf };
+}
+
+const placed = (m: CSIAddonsNodeManager) => waitFor("the CSIAddonsNode in place", () => m.presence.condition.ok);
+
+test("placed and left alone: no write while nothing changes, however often the API confirms it", async () => {
+  const { m, callsOf } = manager(300);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const rv = stored()!.metadata.resourceVersion;
+  // The periodic check re-reads the object every 100 ms; three of them, and still the one create.
+  const reads = callsOf("getCSIAddonsNode").length;
+  await waitFor("three periodic checks", () => callsOf("getCSIAddonsNode").length >= reads + 3);
+  assert.equal(callsOf("createCSIAddonsNode").length, 1);
+  assert.equal(callsOf("replaceCSIAddonsNode").length, 0);
+  assert.equal(stored()!.metadata.resourceVersion, rv);
+  assert.ok(m.presence.condition.ok);
+});
+
+test("one reconcile loop, one watch and one periodic check however often the driver connects before the object is placed", async () => {
+  const { m, callsOf } = manager();
+  m.setDriver(DRIVER);
+  m.setDriver(DRIVER);
+  m.setDriver(DRIVER);
+  await placed(m);
+  await waitFor("the watch on the object", () => callsOf("watchCSIAddonsNode").length >= 1);
+  assert.equal(callsOf("getPod").length, 1, "the Pod's owner read once");
+  assert.equal(callsOf("createCSIAddonsNode").length, 1);
+  assert.equal(callsOf("watchCSIAddonsNode").length, 1);
+});
+
+test("an object found being deleted at start is polled with a growing wait until it is gone, then created anew", async () => {
+  await api.create({
+    apiVersion: CAN,
+    kind: "CSIAddonsNode",
+    metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE, finalizers: ["csiaddons.openshift.io/node"] },
+    spec: { driver: { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE } },
+  });
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  const old = stored()!;
+  assert.ok(old.metadata.deletionTimestamp);
+  // A periodic check every 20 s: only the reconcile's own polling can notice the deletion end in time.
+  const { m, lines, callsOf } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("four reads of the object", () => callsOf("getCSIAddonsNode").length >= 4);
+  const reads = callsOf("getCSIAddonsNode").map((c) => c.at);
+  // Waits of 200, 400 and 800 ms between them (a timer fires no earlier than asked).
+  assert.ok(reads[3]! - reads[0]! >= 1_400, `the reads came ${reads[3]! - reads[0]!} ms apart, not after backoff`);
+  assert.equal(m.presence.condition.ok, false);
+  assert.match(m.presence.condition.reason, /being deleted/);
+  assert.ok(lines.some((l) => l["message"] === "CSIAddonsNode is being deleted; waiting until it is gone"));
+
+  api.update({ ...old, metadata: { ...old.metadata, finalizers: [] } });
+  await placed(m);
+  const now = stored()!;
+  assert.notEqual(now.metadata.uid, old.metadata.uid);
+  assert.equal(now.metadata.deletionTimestamp, undefined);
+});
+
+test("the backoff starts over after a success: a failure after a long outage is retried soon", async () => {
+  // Four failed reads (waits of 200, 400, 800, 1600 ms), then the object placed.
+  api.faults.failNext(4, 500, { verb: "get", resource: "csiaddonsnodes" });
+  const { m, callsOf } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  assert.equal(callsOf("getCSIAddonsNode").length, 5);
+
+  // Deleted: the watch starts a reconcile whose first read fails once more.
+  api.faults.failNext(1, 500, { verb: "get", resource: "csiaddonsnodes" });
+  const uid = stored()!.metadata.uid;
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("created anew", () => stored() && stored()!.metadata.uid !== uid);
+  const reads = callsOf("getCSIAddonsNode").map((c) => c.at);
+  assert.equal(reads.length, 7);
+  const gap = reads[6]! - reads[5]!;
+  // 200 ms after a reset; without it, 3200 ms.
+  assert.ok(gap < 2_000, `retried ${gap} ms after the failure`);
+});
+
+test("recreated after a deletion under the owner the Pod has now: a DaemonSet made again under the same name (new uid) while the pod lived on", async () => {
+  const { m } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  const first = stored()!;
+  const ds = () => api.get("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET) as Obj;
+  const oldUid = ds().metadata.uid;
+  assert.deepEqual(first.metadata.ownerReferences.map((o: Obj) => o.uid), [oldUid]);
+
+  // The DaemonSet deleted with --cascade=orphan and made again: same name, new uid; its pods adopted.
+  api.delete("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET);
+  const newUid = "5f0c7c1e-1111-4a4a-9d9d-00000000000f";
+  await api.create({ ...daemonSet(), metadata: { ...(daemonSet()["metadata"] as Obj), uid: newUid } });
+  assert.notEqual(newUid, oldUid);
+  const p = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
+  const ref = (pod()["metadata"] as Obj)["ownerReferences"][0] as Obj;
+  api.update({ ...p, metadata: { ...p.metadata, ownerReferences: [{ ...ref, uid: newUid }] } });
+  // The garbage collector then deletes the CSIAddonsNode owned by the old uid.
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+
+  const again = await waitFor("recreated", () => (stored() && stored()!.metadata.uid !== first.metadata.uid ? stored() : undefined));
+  // Read before creating: with the old uid the garbage collector would delete it again.
+  assert.deepEqual(again.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+});
