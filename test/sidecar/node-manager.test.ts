@@ -54,6 +54,7 @@ afterEach(async () => {
     api.update({ ...o, metadata: { ...o.metadata, finalizers: [] } });
     if (stored()) api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
   }
+  api.counters.reset();
 });
 
 after(async () => {
@@ -170,4 +171,74 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
   const again = await waitFor("recreated", () => (stored() && stored()!.metadata.uid !== first.metadata.uid ? stored() : undefined));
   // Read before creating: with the old uid the garbage collector would delete it again.
   assert.deepEqual(again.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+});
+
+/** A CSIAddonsNode of another driver under our name: its immutable spec.driver.name makes our update a 422. */
+const foreign = () =>
+  api.create({
+    apiVersion: CAN,
+    kind: "CSIAddonsNode",
+    metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE },
+    spec: { driver: { name: "other.csi.example.com", endpoint: "pod://x.csi:9070", nodeID: NODE } },
+  });
+const failures = (lines: Record<string, unknown>[]) => lines.filter((l) => l["message"] === "cannot put CSIAddonsNode in place; retrying");
+
+test("an object of another driver is deleted and made anew; gone meanwhile (404 on the delete) is no failure", async () => {
+  await foreign();
+  api.faults.latency(1_000, { verb: "delete", resource: "csiaddonsnodes" });
+  const { m, lines } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("the manager's delete to arrive", () => api.counters.get("delete", "csiaddonsnodes") >= 1);
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  api.faults.clear();
+  await placed(m);
+  assert.equal(stored()!.spec.driver.name, DRIVER);
+  assert.ok(lines.some((l) => l["level"] === "warn" && l["message"] === "CSIAddonsNode has immutable fields that differ; replacing it"));
+  assert.deepEqual(failures(lines), []);
+});
+
+test("an object of another driver replaced by a newer one meanwhile (409 on the delete by uid): the newer is not deleted blindly, it is read and replaced in turn, and that is no failure", async () => {
+  await foreign();
+  api.faults.latency(1_000, { verb: "delete", resource: "csiaddonsnodes" });
+  const { m, lines } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("the manager's delete to arrive", () => api.counters.get("delete", "csiaddonsnodes") >= 1);
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await foreign();
+  api.faults.clear();
+  await placed(m);
+  assert.equal(stored()!.spec.driver.name, DRIVER);
+  assert.ok(api.counters.get("delete", "csiaddonsnodes") >= 2, "the newer object read and deleted in turn");
+  assert.deepEqual(failures(lines), []);
+});
+
+test("an object of another driver whose delete fails (500): a failure, logged with its reason, and retried", async () => {
+  await foreign();
+  api.faults.failNext(1, 500, { verb: "delete", resource: "csiaddonsnodes" });
+  const { m, lines } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  assert.equal(stored()!.spec.driver.name, DRIVER);
+  assert.equal(failures(lines).length, 1);
+  assert.match(String(failures(lines)[0]!["reason"]), /^500 /);
+});
+
+test("deleted: logged as deleted, readiness says so at once; changed by someone else: put back without readiness lapsing or a deletion logged", async () => {
+  const { m, lines } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  const changes: { ok: boolean; reason: string }[] = [];
+  m.presence.on("change", (c) => void changes.push(c));
+
+  const cur = stored()!;
+  api.update({ ...cur, spec: { driver: { ...cur.spec.driver, endpoint: "pod://elsewhere.csi:9070" } } });
+  await waitFor("the endpoint put back", () => stored()!.spec.driver.endpoint === ENDPOINT);
+  assert.deepEqual(changes, [], "ready all along");
+  assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode was deleted; recreating it"));
+
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("recreated", () => stored() !== undefined && m.presence.condition.ok);
+  assert.equal(changes[0]!.ok, false);
+  assert.match(changes[0]!.reason, /missing \(deleted\)/, "not ready from the deletion's event on, before any read");
+  assert.equal(lines.filter((l) => l["message"] === "CSIAddonsNode was deleted; recreating it").length, 1);
 });
