@@ -270,10 +270,14 @@ export class CSIAddonsNodeManager {
         );
       } catch (err) {
         if (this.stop.signal.aborted) return;
-        // 410 Gone: our resourceVersion is too old; start over from a fresh read.
-        this.watchRv = undefined;
-        this.kick();
-        if (!(err instanceof KubeError && err.status === 410)) {
+        if (err instanceof KubeError && err.status === 410) {
+          // Our resourceVersion is too old: start over from a fresh read (the reconcile's write).
+          this.watchRv = undefined;
+          this.kick();
+        } else {
+          // Resumed from the last resourceVersion seen, the watch replays what it missed; reading
+          // and rewriting the object after every failed watch would add writes to an API server
+          // already in trouble, on every node at once.
           this.opts.logger.debug("CSIAddonsNode watch ended with an error; restarting", { reason: explain(err) });
           await delay(backoff.take(), this.stop.signal);
         }

@@ -31,9 +31,9 @@ before(async () => {
 });
 
 /** The KubeApi, recording every call (by method, with the time it was made) of one manager. */
-function recorded() {
+function recorded(over: KubeApi) {
   const calls: { method: string; at: number }[] = [];
-  const kube = new Proxy(real, {
+  const kube = new Proxy(over, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver) as unknown;
       if (typeof v !== "function") return v;
@@ -64,12 +64,23 @@ after(async () => {
 
 const stored = () => api.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as Obj | undefined;
 
-function manager(confirmTimeoutMs = 60_000) {
+function manager(confirmTimeoutMs = 60_000, over = real) {
   const { lines, logger } = captureLogger("debug");
-  const { kube, callsOf } = recorded();
+  const { kube, callsOf } = recorded(over);
   const m = new CSIAddonsNodeManager({ kube, logger, namespace: NAMESPACE, pod: POD, podUid: POD_UID, nodeId: NODE, endpoint: ENDPOINT, confirmTimeoutMs });
   managers.push(m);
   return { m, lines, callsOf };
+}
+
+/** Our object, deleted while a finalizer holds it: it stays with a deletionTimestamp. */
+async function pendingDeletion(): Promise<void> {
+  await api.create({
+    apiVersion: CAN,
+    kind: "CSIAddonsNode",
+    metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE, finalizers: ["csiaddons.openshift.io/node"] },
+    spec: { driver: { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE } },
+  });
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
 }
 
 const placed = (m: CSIAddonsNodeManager) => waitFor("the CSIAddonsNode in place", () => m.presence.condition.ok);
@@ -101,13 +112,7 @@ test("one reconcile loop, one watch and one periodic check however often the dri
 });
 
 test("an object found being deleted at start is polled with a growing wait until it is gone, then created anew", async () => {
-  await api.create({
-    apiVersion: CAN,
-    kind: "CSIAddonsNode",
-    metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE, finalizers: ["csiaddons.openshift.io/node"] },
-    spec: { driver: { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE } },
-  });
-  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await pendingDeletion();
   const old = stored()!;
   assert.ok(old.metadata.deletionTimestamp);
   // A periodic check every 20 s: only the reconcile's own polling can notice the deletion end in time.
@@ -242,4 +247,76 @@ test("deleted: logged as deleted, readiness says so at once; changed by someone 
   assert.equal(changes[0]!.ok, false);
   assert.match(changes[0]!.reason, /missing \(deleted\)/, "not ready from the deletion's event on, before any read");
   assert.equal(lines.filter((l) => l["message"] === "CSIAddonsNode was deleted; recreating it").length, 1);
+});
+
+test("its watch failing, the periodic check alone (every third of the bound) keeps it ready, finds it deleted and makes it again; the watch's errors logged at debug", async () => {
+  api.faults.failNext(100_000, 500, { verb: "watch", resource: "csiaddonsnodes" });
+  const { m, lines, callsOf } = manager(300);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const changes: boolean[] = [];
+  m.presence.on("change", (c) => void changes.push(c.ok));
+  const from = callsOf("getCSIAddonsNode").length;
+  await waitFor("five periodic checks", () => callsOf("getCSIAddonsNode").length >= from + 5);
+  assert.equal(changes.length, 0, "ready past the 300 ms bound: each check confirms it");
+  const at = callsOf("getCSIAddonsNode").slice(from).map((c) => c.at);
+  for (let i = 1; i < at.length; i++) assert.ok(at[i]! - at[i - 1]! >= 90, `checks ${at[i]! - at[i - 1]!} ms apart`);
+  const watchErrors = lines.filter((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting");
+  assert.ok(watchErrors.length >= 1 && watchErrors.every((l) => l["level"] === "debug"));
+  assert.match(String(watchErrors[0]!["reason"]), /^500 /);
+
+  const uid = stored()!.metadata.uid;
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("made again", () => stored() !== undefined && stored()!.metadata.uid !== uid && m.presence.condition.ok);
+  assert.ok(lines.some((l) => l["level"] === "warn" && l["message"] === "CSIAddonsNode not found on a periodic check; creating it again"));
+  assert.ok(changes.includes(false), "not ready while it was missing");
+});
+
+test("while the reconcile waits out a pending deletion, the periodic check leaves it alone", async () => {
+  await pendingDeletion();
+  const { m, callsOf } = manager(300);
+  m.setDriver(DRIVER);
+  // Reads after 200 and 400 ms: six periods of the check pass meanwhile.
+  await waitFor("three reads of the object", () => callsOf("getCSIAddonsNode").length >= 3);
+  // The reconcile read the Pod once; a check may slip in while a read is in flight (at most one).
+  assert.ok(callsOf("getPod").length <= 2, `the Pod read ${callsOf("getPod").length} times`);
+});
+
+test("a failed watch resumes from the last resourceVersion seen: the object not read or written again, and what the watch missed still seen", async () => {
+  const { m, callsOf } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
+  api.faults.failNext(1, 500, { verb: "watch", resource: "csiaddonsnodes" });
+  api.faults.dropWatches();
+  // Deleted while the watch is down (its retry waits 200 ms): only the resumed watch can tell.
+  const uid = stored()!.metadata.uid;
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("made again", () => stored() !== undefined && stored()!.metadata.uid !== uid);
+  assert.ok(callsOf("watchCSIAddonsNode").length >= 3, "dropped, failed, resumed");
+  assert.equal(callsOf("replaceCSIAddonsNode").length, 0, "no rewrite for a failed watch");
+  assert.equal(callsOf("createCSIAddonsNode").length, 2);
+});
+
+test("a watch too far behind (410 Gone) starts over from a fresh read and write", async (t) => {
+  const small = await startTestKube([], { historySize: 5 });
+  const smallTransport = new KubeTransport(await kubeconfigEndpoint(small.kubeconfigPath));
+  t.after(async () => {
+    smallTransport.close();
+    await small.stop();
+  });
+  const { m, lines, callsOf } = manager(60_000, createKubeApi(smallTransport));
+  m.setDriver(DRIVER);
+  await placed(m);
+  await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
+  small.faults.latency(300, { verb: "watch", resource: "csiaddonsnodes" });
+  small.faults.dropWatches();
+  // While the watch is away, the cluster moves on past the server's window of 5 events.
+  for (let i = 0; i < 10; i++) await small.create({ apiVersion: "v1", kind: "Secret", metadata: { name: `churn-${i}`, namespace: NAMESPACE } });
+  await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1);
+  small.faults.clear();
+  await waitFor("watching again from the new write", () => callsOf("watchCSIAddonsNode").length >= 3);
+  assert.equal(callsOf("getCSIAddonsNode").length, 2);
+  assert.ok(m.presence.condition.ok);
+  assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting"), "410 is not an error to back off from");
 });
