@@ -320,3 +320,22 @@ test("a watch too far behind (410 Gone) starts over from a fresh read and write"
   assert.ok(m.presence.condition.ok);
   assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting"), "410 is not an error to back off from");
 });
+
+test("the periodic check failing: the outage logged once when it starts (warn) and once when it ends, with the number of failed requests", async () => {
+  const { m, lines, callsOf } = manager(300);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const from = callsOf("getCSIAddonsNode").length;
+  api.faults.failNext(3, 500, { verb: "get", resource: "csiaddonsnodes" });
+  await waitFor("the API answering again", () => lines.some((l) => l["message"] === "the Kubernetes API answers again"));
+  assert.ok(callsOf("getCSIAddonsNode").length >= from + 4);
+  const outage = lines.filter((l) => l["message"] === "cannot confirm the CSIAddonsNode with the Kubernetes API");
+  assert.deepEqual(outage.map((l) => l["level"]), ["warn", "debug", "debug"]);
+  assert.match(String(outage[0]!["reason"]), /^500 /);
+  assert.equal(lines.find((l) => l["message"] === "the Kubernetes API answers again")!["failedRequests"], 3);
+
+  // A second outage is a new one: its first failure is at warn again.
+  api.faults.failNext(1, 500, { verb: "get", resource: "csiaddonsnodes" });
+  await waitFor("the second outage over", () => lines.filter((l) => l["message"] === "the Kubernetes API answers again").length === 2);
+  assert.equal(lines.filter((l) => l["message"] === "cannot confirm the CSIAddonsNode with the Kubernetes API").at(-1)!["level"], "warn");
+});
