@@ -249,7 +249,7 @@ test("deleted: logged as deleted, readiness says so at once; changed by someone 
   assert.equal(lines.filter((l) => l["message"] === "CSIAddonsNode was deleted; recreating it").length, 1);
 });
 
-test("its watch failing, the periodic check alone (every third of the bound) keeps it ready, finds it deleted and makes it again; the watch's errors logged at debug", async () => {
+test("its watch failing, the periodic check alone (every third of the bound) keeps it ready, finds it deleted and makes it again, finds it changed and puts it back; the watch's errors logged at debug", async () => {
   api.faults.failNext(100_000, 500, { verb: "watch", resource: "csiaddonsnodes" });
   const { m, lines, callsOf } = manager(300);
   m.setDriver(DRIVER);
@@ -270,6 +270,10 @@ test("its watch failing, the periodic check alone (every third of the bound) kee
   await waitFor("made again", () => stored() !== undefined && stored()!.metadata.uid !== uid && m.presence.condition.ok);
   assert.ok(lines.some((l) => l["level"] === "warn" && l["message"] === "CSIAddonsNode not found on a periodic check; creating it again"));
   assert.ok(changes.includes(false), "not ready while it was missing");
+
+  const cur = stored()!;
+  api.update({ ...cur, spec: { driver: { ...cur.spec.driver, endpoint: "pod://elsewhere.csi:9070" } } });
+  await waitFor("the endpoint put back by the periodic check", () => stored()!.spec.driver.endpoint === ENDPOINT);
 });
 
 test("while the reconcile waits out a pending deletion, the periodic check leaves it alone", async () => {
