@@ -1,0 +1,129 @@
+// server/credentials: the controller port's certificate, in process: the first pair loaded before
+// the credentials are handed over, a self-signed pair while the files are missing (unless they are
+// required), the files taken once they appear, and a half-written rotation never served.
+// auth.test.ts and listen-tls.test.ts show the same through a sidecar process.
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { connect, type PeerCertificate } from "node:tls";
+import { X509Certificate } from "node:crypto";
+import * as grpc from "@grpc/grpc-js";
+import { generate } from "selfsigned";
+import { serverCredentials, TlsFilesError, type CertificateSource, type ServerTls } from "../../sidecar/server/credentials.js";
+import { captureLogger } from "../support/capture-logger.js";
+import { tempDir } from "../support/proc.js";
+import { waitFor } from "../support/wait.js";
+
+const open: { server: grpc.Server; tls: ServerTls }[] = [];
+after(() => {
+  for (const o of open) {
+    o.server.forceShutdown();
+    o.tls.close();
+  }
+});
+
+const pair = async (cn: string) => {
+  const p = await generate([{ name: "commonName", value: cn }], { keyType: "ec", curve: "P-256" });
+  return { cert: p.cert, key: p.private };
+};
+
+function files(dir = tempDir()) {
+  const certFile = join(dir, "tls.crt");
+  const keyFile = join(dir, "tls.key");
+  const write = (p: { cert: string; key: string }) => (writeFileSync(certFile, p.cert), writeFileSync(keyFile, p.key));
+  return { certFile, keyFile, write };
+}
+
+/** Credentials as the sidecar makes them, every certificate they announce, and a server using them. */
+async function serve(o: { certFile?: string; keyFile?: string; requireFiles?: boolean; refreshMs?: number }) {
+  const { logger, lines } = captureLogger("debug");
+  const told: { source: CertificateSource; notAfter: Date }[] = [];
+  const tls = await serverCredentials({
+    enableTls: true,
+    certFile: o.certFile,
+    keyFile: o.keyFile,
+    requireFiles: o.requireFiles,
+    commonName: "plugin-0.csi",
+    logger,
+    refreshMs: o.refreshMs ?? 50,
+    onCertificate: (source, notAfter) => void told.push({ source, notAfter }),
+  });
+  // Right when the credentials are handed over, before any connection: the first pair is loaded.
+  const toldAtStart = told.length;
+  const server = new grpc.Server();
+  open.push({ server, tls });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", tls.credentials, (e, p) => (e ? reject(e) : resolve(p))));
+  return { port, told, toldAtStart, lines };
+}
+
+/** The certificate a TLS client is shown on that port. */
+function served(port: number): Promise<PeerCertificate> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"] }, () => {
+      const cert = s.getPeerCertificate();
+      s.destroy();
+      resolve(cert);
+    });
+    s.once("error", reject);
+  });
+}
+
+test("from files: loaded before the credentials are handed over, announced with its expiry, served", async () => {
+  const f = files();
+  const p = await pair("from-files");
+  f.write(p);
+  const s = await serve(f);
+  assert.equal(s.toldAtStart, 1);
+  assert.deepEqual(s.told, [{ source: "files", notAfter: new Date(new X509Certificate(p.cert).validTo) }]);
+  assert.equal((await served(s.port)).subject.CN, "from-files");
+  assert.ok(s.lines.some((l) => l["message"] === "serving the TLS certificate from files" && l["certFile"] === f.certFile));
+});
+
+test("files missing, not required: a self-signed pair for the pod's name at once, then the files once they appear", async () => {
+  const f = files();
+  const s = await serve(f);
+  assert.equal(s.toldAtStart, 1);
+  assert.equal(s.told[0]!.source, "self-signed");
+  assert.equal((await served(s.port)).subject.CN, "plugin-0.csi");
+  const warned = s.lines.find((l) => l["message"] === "TLS certificate files not usable; serving a self-signed certificate until they are");
+  assert.equal(warned?.["level"], "warn");
+  assert.equal(warned?.["reason"], "ENOENT");
+
+  f.write(await pair("arrived"));
+  await waitFor("the files served", async () => (await served(s.port)).subject.CN === "arrived");
+  assert.deepEqual(s.told.map((t) => t.source), ["self-signed", "files"]);
+});
+
+test("files missing and required: no credentials, an error naming both files", async () => {
+  const f = files();
+  await assert.rejects(serve({ ...f, requireFiles: true }), (e: unknown) => {
+    assert.ok(e instanceof TlsFilesError);
+    assert.equal(e.message, `TLS certificate files ${f.certFile}, ${f.keyFile} are not usable (ENOENT) and --require-tls-files is set`);
+    return true;
+  });
+});
+
+test("a rotation caught half-way (a new certificate beside the old key) is not served; the whole new pair is", async () => {
+  const f = files();
+  const first = await pair("first");
+  f.write(first);
+  const s = await serve(f);
+  const second = await pair("second");
+  writeFileSync(f.certFile, second.cert);
+  await waitFor("the half-written pair seen and kept", () => s.lines.some((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate"));
+  assert.equal((await served(s.port)).subject.CN, "first");
+  assert.equal(s.told.length, 1, "nothing new announced");
+  writeFileSync(f.keyFile, second.key);
+  await waitFor("the new pair served", async () => (await served(s.port)).subject.CN === "second");
+  assert.deepEqual(s.told.map((t) => t.source), ["files", "files"]);
+});
+
+test("TLS off: insecure credentials, nothing loaded", async () => {
+  const told: string[] = [];
+  const { logger } = captureLogger("debug");
+  const tls = await serverCredentials({ enableTls: false, certFile: undefined, keyFile: undefined, commonName: "x", logger, onCertificate: (s) => void told.push(s) });
+  assert.equal(tls.credentials._isSecure(), false);
+  assert.deepEqual(told, []);
+  tls.close();
+});
