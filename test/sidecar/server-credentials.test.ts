@@ -127,3 +127,17 @@ test("TLS off: insecure credentials, nothing loaded", async () => {
   assert.deepEqual(told, []);
   tls.close();
 });
+
+test("the files' refresh timer does not keep the process alive", async () => {
+  const f = files();
+  f.write(await pair("timer"));
+  const { logger } = captureLogger("debug");
+  const ticking = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const before = ticking();
+  const tls = await serverCredentials({ enableTls: true, certFile: f.certFile, keyFile: f.keyFile, commonName: "x", logger, refreshMs: 60_000 });
+  try {
+    assert.equal(ticking(), before, "unref'd");
+  } finally {
+    tls.close();
+  }
+});
