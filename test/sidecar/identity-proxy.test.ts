@@ -81,6 +81,9 @@ test("gRPC reflection lists exactly the services this port serves", async () => 
     // Each served service's descriptor is there too (grpcurl describe), health included.
     const healthFile = await reflection.describe("grpc.health.v1.Health");
     for (const name of ["grpc.health.v1", "HealthCheckResponse", "ServingStatus", "Watch"]) assert.ok(healthFile.includes(name), name);
+    // Field names as the .proto spells them (grpcurl shows and sends these), not camelCased.
+    const healerFile = await reflection.describe("sidecar.v1.VolumeHealer");
+    assert.ok(healerFile.includes("pv_name") && !healerFile.includes("pvName"), "pv_name kept");
   } finally {
     reflection.close();
   }
