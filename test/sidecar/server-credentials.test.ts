@@ -11,6 +11,7 @@ import { X509Certificate } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
 import { serverCredentials, TlsFilesError, type CertificateSource, type ServerTls } from "../../sidecar/server/credentials.js";
+import { watchRefusedConnections } from "../../sidecar/server/refused-connections.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
@@ -54,7 +55,7 @@ async function serve(o: { certFile?: string; keyFile?: string; requireFiles?: bo
   const server = new grpc.Server();
   open.push({ server, tls });
   const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", tls.credentials, (e, p) => (e ? reject(e) : resolve(p))));
-  return { port, told, toldAtStart, lines };
+  return { port, told, toldAtStart, lines, server };
 }
 
 /** The certificate a TLS client is shown on that port. */
@@ -140,4 +141,20 @@ test("the files' refresh timer does not keep the process alive", async () => {
   } finally {
     tls.close();
   }
+});
+
+test("refused connections: watched on a TLS port (a plaintext client is told as such), not on a plaintext one", async () => {
+  const f = files();
+  f.write(await pair("refusing"));
+  const s = await serve(f);
+  const refused: string[] = [];
+  assert.equal(watchRefusedConnections(s.server, (reason) => void refused.push(reason)), true);
+  const plain = new grpc.Server();
+  open.push({ server: plain, tls: { credentials: grpc.ServerCredentials.createInsecure(), close() {} } });
+  await new Promise<number>((resolve, reject) => plain.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  assert.equal(watchRefusedConnections(plain, () => {}), false);
+
+  const client = new grpc.Client(`127.0.0.1:${s.port}`, grpc.credentials.createInsecure());
+  client.waitForReady(Date.now() + 1_000, () => client.close());
+  await waitFor("the plaintext client refused", () => refused.includes("plaintext"));
 });
