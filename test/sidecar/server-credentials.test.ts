@@ -6,6 +6,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createConnection } from "node:net";
 import { connect, type PeerCertificate } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
@@ -148,7 +149,8 @@ test("refused connections: watched on a TLS port (a plaintext client is told as 
   f.write(await pair("refusing"));
   const s = await serve(f);
   const refused: string[] = [];
-  assert.equal(watchRefusedConnections(s.server, (reason) => void refused.push(reason)), true);
+  const peers: string[] = [];
+  assert.equal(watchRefusedConnections(s.server, (reason, peer) => void (refused.push(reason), peers.push(peer))), true);
   const plain = new grpc.Server();
   open.push({ server: plain, tls: { credentials: grpc.ServerCredentials.createInsecure(), close() {} } });
   await new Promise<number>((resolve, reject) => plain.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
@@ -157,4 +159,9 @@ test("refused connections: watched on a TLS port (a plaintext client is told as 
   const client = new grpc.Client(`127.0.0.1:${s.port}`, grpc.credentials.createInsecure());
   client.waitForReady(Date.now() + 1_000, () => client.close());
   await waitFor("the plaintext client refused", () => refused.includes("plaintext"));
+  // One that writes and hangs up at once: its socket has no address left when the handshake fails.
+  const hasty = createConnection({ host: "127.0.0.1", port: s.port }, () => hasty.end("GET / HTTP/1.1\r\nHost: x\r\n\r\n", () => hasty.destroy()));
+  hasty.on("error", () => {});
+  await waitFor("the second refusal", () => refused.length === 2);
+  for (const peer of peers) assert.match(peer, /^127\.0\.0\.1:\d+$/, "the client's address, taken when it connected");
 });
