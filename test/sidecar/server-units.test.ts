@@ -61,7 +61,7 @@ function fakeCall(o: { metadata?: grpc.Metadata; deadline?: grpc.Deadline; reque
     request: o.request ?? { pvName: "pv-1" },
     metadata: o.metadata ?? new grpc.Metadata(),
     getPeer: () => "ipv4:10.0.0.7:41000",
-    getDeadline: () => o.deadline ?? Infinity,
+    getDeadline: () => ("deadline" in o ? o.deadline : Infinity),
   });
   const answers: Answer[] = [];
   const callback = (err: Answer["err"], res?: unknown) => void answers.push({ err, res });
