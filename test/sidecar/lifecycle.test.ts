@@ -263,9 +263,16 @@ describe("sidecar lifecycle", () => {
     const r = await inflight;
     assert.ok(r.ok, `in-flight call finished: ${JSON.stringify(r)}`);
     assert.equal(await exited, 0);
-    const messages = sidecar.logLines().map((l) => l.message);
-    assert.ok(messages.indexOf("not ready: NOT_SERVING") > messages.indexOf("signal received; shutting down"));
-    assert.ok(messages.indexOf("call served") < messages.indexOf("sidecar stopped"));
+    const lines = sidecar.logLines();
+    const messages = lines.map((l) => l.message);
+    const at = (m: string) => {
+      const i = messages.lastIndexOf(m);
+      assert.ok(i >= 0, `"${m}" logged`);
+      return i;
+    };
+    assert.ok(at("signal received; shutting down") < at("not ready: NOT_SERVING"));
+    assert.equal(lines[at("signal received; shutting down")]!.signal, "SIGTERM");
+    assert.ok(at("call served") < at("sidecar stopped"));
   });
 
   test("SIGTERM: exit 0, controller and HTTP ports closed", async () => {
