@@ -289,6 +289,16 @@ describe("sidecar lifecycle", () => {
     }
     assert.ok(sidecar.logLines().some((l) => l.message === "sidecar stopped"));
   });
+
+  test("SIGINT (Ctrl-C where it is run by hand): the same orderly stop, exit 0", async () => {
+    const { sidecar } = await startPair();
+    await waitHealth(sidecar, "SERVING");
+    sidecar.proc.child.kill("SIGINT");
+    assert.equal(await sidecar.proc.exited, 0);
+    const lines = sidecar.logLines();
+    assert.equal(lines.find((l) => l.message === "signal received; shutting down")?.signal, "SIGINT");
+    assert.equal(lines.at(-1)?.message, "sidecar stopped");
+  });
 });
 
 describe("the CSIAddonsNode validates against our own CRD too", () => {
