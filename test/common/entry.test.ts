@@ -4,12 +4,13 @@
 // flags.test.ts, lifecycle.test.ts) show the same end to end, signals and exit included.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fatal, parseCommandLine, setTerminationLog, terminationLogOf, TERMINATION_LOG_FLAG } from "../../common/process/entry.js";
 import { FlagError } from "../../common/config/flags.js";
 import { packageVersion } from "../../common/util/version.js";
-import { tempDir } from "../support/proc.js";
+import { repoRoot, tempDir } from "../support/proc.js";
 
 /** What `fn` writes to stdout and stderr, and its result. */
 function printed<T>(fn: () => T): { result: T; out: string; err: string } {
@@ -64,4 +65,37 @@ test("fatal: the reason logged at error and written to the termination log, exit
   } finally {
     setTerminationLog("/dev/termination-log");
   }
+});
+
+/**
+ * A process whose main settles while something still holds the event loop (as a library's open
+ * handle would): its exit code (null when killed after 20 s: its own timer would have kept it).
+ */
+function exitOf(main: string): Promise<{ code: number | null; terminationLog: string }> {
+  const log = join(tempDir(), "termination-log");
+  const script = `
+    import { exitWhenDone, setTerminationLog } from ${JSON.stringify(join(repoRoot, "common/process/entry.ts"))};
+    setTerminationLog(${JSON.stringify(log)});
+    setInterval(() => {}, 30_000);
+    exitWhenDone(${main}, () => ({ error() {}, info() {} }));`;
+  return new Promise((resolve, reject) => {
+    const child = execFile(process.execPath, ["--import", import.meta.resolve("tsx"), "--input-type=module", "-e", script], { timeout: 20_000 }, () => {});
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      let terminationLog = "";
+      try {
+        terminationLog = readFileSync(log, "utf8");
+      } catch {}
+      resolve({ code, terminationLog });
+    });
+  });
+}
+
+test("exit: with main's code once it resolves, and 1 with the reason written down once it rejects, though a handle stays open", async () => {
+  const ok = await exitOf("Promise.resolve(3)");
+  assert.equal(ok.code, 3);
+  assert.equal(ok.terminationLog, "");
+  const failed = await exitOf("Promise.reject(new Error('cannot read the kubeconfig'))");
+  assert.equal(failed.code, 1);
+  assert.equal(failed.terminationLog, "fatal: cannot read the kubeconfig\n");
 });
