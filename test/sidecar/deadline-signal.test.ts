@@ -20,3 +20,10 @@ test("withDeadline: fires at the deadline, follows the parent's cancellation, an
   assert.equal(getEventListeners(quiet.signal, "abort").length, 0, "no listener left on the parent");
   assert.equal(await withDeadline(quiet.signal, Infinity, async (s) => s === quiet.signal), true, "no deadline: the parent itself");
 });
+
+test("withDeadline: the deadline fires when it comes, not at once", async () => {
+  const deadline = Date.now() + 100;
+  const firedAt = await withDeadline(new AbortController().signal, deadline, (s) => until(s).then(() => Date.now()));
+  // A timer never fires before its time; 20 ms for the event loop's clock, which may lag Date.now().
+  assert.ok(firedAt >= deadline - 20, `fired ${deadline - firedAt} ms before the deadline`);
+});

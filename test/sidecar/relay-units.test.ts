@@ -10,6 +10,7 @@ import { csiAddonsNodeName } from "../../sidecar/node/name.js";
 import { DomainError } from "../../sidecar/errors.js";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
 import type { KubeApi, PersistentVolume } from "../../sidecar/kube/api.js";
+import { waitFor } from "../support/wait.js";
 
 const hex = (s: string) => createHash("sha256").update(s).digest("hex");
 
@@ -187,4 +188,20 @@ test("TtlCache: shared loads, expiry, bounded size, failures not kept", async ()
   const expired = new TtlCache<number>(0, 10);
   await expired.get("k", load(6));
   assert.equal(await expired.get("k", load(7)), 7, "an expired entry is loaded again");
+});
+
+test("TtlCache: an entry loaded again after it expired counts as the newest when the oldest must go", async () => {
+  const { TtlCache } = await import("../../sidecar/util/ttl-cache.js");
+  const c = new TtlCache<string>(150, 3);
+  const loads: string[] = [];
+  const load = (k: string) => () => (loads.push(k), Promise.resolve(k));
+  const t0 = Date.now();
+  await c.get("a", load("a"));
+  await waitFor("a expired", () => Date.now() - t0 >= 150);
+  await c.get("b", load("b"));
+  await c.get("a", load("a")); // loaded again: now newer than b
+  await c.get("c", load("c"));
+  await c.get("d", load("d")); // full: b, the oldest, goes
+  await c.get("a", load("a"));
+  assert.deepEqual(loads, ["a", "b", "a", "c", "d"], "a still cached");
 });
