@@ -11,6 +11,9 @@ import { csiAddonsNodeName } from "./name.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
 import { Presence } from "./presence.js";
 
+/** Failed watches in a row (waits of 0.2 + 0.4 + 0.8 + 1.6 + 3.2 s between them) before starting over from a read. */
+const WATCH_FAILURES_BEFORE_RESYNC = 6;
+
 export const ANNOTATION_PREFIX = "sidecar.csiaddons.openshift.io/";
 export const CREATED_BY_POD_UID = `${ANNOTATION_PREFIX}createdByPodUID`;
 export const LAST_UPDATED_AT = `${ANNOTATION_PREFIX}lastUpdatedAt`;
@@ -243,6 +246,7 @@ export class CSIAddonsNodeManager {
    */
   private async watchLoop(): Promise<void> {
     const backoff = new Backoff(200, 5_000);
+    let failed = 0;
     while (!this.stop.signal.aborted) {
       if (!this.name || !this.watchRv) {
         await new Promise<void>((resolve) => (this.rvKnown = resolve));
@@ -255,6 +259,7 @@ export class CSIAddonsNodeManager {
           { name: this.name, resourceVersion: this.watchRv, signal: AbortSignal.any([this.stop.signal, this.watchStop.signal]) },
           (type, obj) => {
             backoff.reset();
+            failed = 0;
             // Bookmarks keep the resume point fresh on a quiet object, so a restarted watch is not 410 Gone.
             if (obj?.metadata?.resourceVersion) this.watchRv = obj.metadata.resourceVersion;
             if (type === "BOOKMARK") return;
@@ -270,8 +275,11 @@ export class CSIAddonsNodeManager {
         );
       } catch (err) {
         if (this.stop.signal.aborted) return;
-        if (err instanceof KubeError && err.status === 410) {
-          // Our resourceVersion is too old: start over from a fresh read (the reconcile's write).
+        failed++;
+        if ((err instanceof KubeError && err.status === 410) || failed >= WATCH_FAILURES_BEFORE_RESYNC) {
+          // Our resourceVersion is too old (410), or the watch keeps failing from it (e.g. one
+          // newer than a restored API server's): start over from a fresh read (the reconcile's write).
+          failed = 0;
           this.watchRv = undefined;
           this.kick();
         } else {

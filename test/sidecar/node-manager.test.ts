@@ -343,3 +343,17 @@ test("the periodic check failing: the outage logged once when it starts (warn) a
   await waitFor("the second outage over", () => lines.filter((l) => l["message"] === "the Kubernetes API answers again").length === 2);
   assert.equal(lines.filter((l) => l["message"] === "cannot confirm the CSIAddonsNode with the Kubernetes API").at(-1)!["level"], "warn");
 });
+
+test("a watch that keeps failing from its resourceVersion (six times in a row) starts over from a read and a write", async () => {
+  const { m, callsOf } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
+  api.faults.failNext(6, 500, { verb: "watch", resource: "csiaddonsnodes" });
+  api.faults.dropWatches();
+  await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1, { timeoutMs: 20_000 });
+  // Dropped, then six failed watches from the old resourceVersion; then one from the new write.
+  assert.equal(callsOf("watchCSIAddonsNode").length, 7);
+  await waitFor("watching from the write", () => callsOf("watchCSIAddonsNode").length === 8);
+  assert.ok(m.presence.condition.ok);
+});
