@@ -286,13 +286,19 @@ test("while the reconcile waits out a pending deletion, the periodic check leave
   assert.ok(callsOf("getPod").length <= 2, `the Pod read ${callsOf("getPod").length} times`);
 });
 
-test("a failed watch resumes from the last resourceVersion seen: the object not read or written again, and what the watch missed still seen", async () => {
-  const { m, callsOf } = manager();
-  m.setDriver(DRIVER);
-  await placed(m);
-  await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
-  api.faults.failNext(1, 500, { verb: "watch", resource: "csiaddonsnodes" });
+/** A manager placed and watching; then its watch dropped, and the next `n` watch requests answered 500. */
+async function watchDroppedThenFailing(n: number) {
+  const made = manager();
+  made.m.setDriver(DRIVER);
+  await placed(made.m);
+  await waitFor("the watch", () => made.callsOf("watchCSIAddonsNode").length === 1);
+  api.faults.failNext(n, 500, { verb: "watch", resource: "csiaddonsnodes" });
   api.faults.dropWatches();
+  return made;
+}
+
+test("a failed watch resumes from the last resourceVersion seen: the object not read or written again, and what the watch missed still seen", async () => {
+  const { m, callsOf } = await watchDroppedThenFailing(1);
   // Deleted while the watch is down (its retry waits 200 ms): only the resumed watch can tell.
   const uid = stored()!.metadata.uid;
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
@@ -345,12 +351,7 @@ test("the periodic check failing: the outage logged once when it starts (warn) a
 });
 
 test("a watch that keeps failing from its resourceVersion (six times in a row) starts over from a read and a write", async () => {
-  const { m, callsOf } = manager();
-  m.setDriver(DRIVER);
-  await placed(m);
-  await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
-  api.faults.failNext(6, 500, { verb: "watch", resource: "csiaddonsnodes" });
-  api.faults.dropWatches();
+  const { m, callsOf } = await watchDroppedThenFailing(6);
   await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1, { timeoutMs: 20_000 });
   // Dropped, then six failed watches from the old resourceVersion; then one from the new write.
   assert.equal(callsOf("watchCSIAddonsNode").length, 7);
