@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import * as tls from "node:tls";
 import { dirname, join, relative } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { stringify } from "yaml";
@@ -24,6 +23,7 @@ import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { NAMESPACE, POD } from "../support/fixtures.js";
 import { repoRoot, tempDir } from "../support/proc.js";
 import { reflectionClient } from "../support/reflection.js";
+import { servedCertificate } from "../sidecar/secure-sidecar.js";
 import { assembleCommand, DOCKERFILE, readStages } from "./dockerfile.js";
 
 const stages = readStages(DOCKERFILE);
@@ -84,14 +84,7 @@ describe("the sidecar from the image's files", () => {
   test("auth on without certificate files: it serves TLS with the certificate it generated for itself", async () => {
     const s = await startImageSidecar("tls", ["--enable-auth=true"]);
     const port = s.started["controllerPort"] as number;
-    const subject = await new Promise<string>((resolve, reject) => {
-      const socket = tls.connect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"] }, () => {
-        resolve(String(socket.getPeerCertificate().subject.CN ?? ""));
-        socket.end();
-      });
-      socket.on("error", reject);
-    });
-    assert.equal(subject, `${POD}.${NAMESPACE}`);
+    assert.equal((await servedCertificate(port)).subject.CN, `${POD}.${NAMESPACE}`);
     assert.match(await s.metrics(), /^csi_addons_sidecar_tls_certificate_source\{source="self-signed"\} 1$/m);
   });
 });

@@ -5,7 +5,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { connect as tlsConnect } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -19,6 +18,7 @@ import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
+import { servedCertificate } from "./secure-sidecar.js";
 import { NAMESPACE, pv, volumeAttachment } from "../support/fixtures.js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 
@@ -229,16 +229,7 @@ describe("TLS without certificate files", () => {
 });
 
 /** The SHA-256 fingerprint of the certificate the port serves right now. */
-function servedFingerprint(port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"], servername: "localhost" }, () => {
-      const fp = sock.getPeerCertificate().fingerprint256;
-      sock.destroy();
-      resolve(fp);
-    });
-    sock.once("error", reject);
-  });
-}
+const servedFingerprint = async (port: number) => (await servedCertificate(port)).fingerprint256;
 
 describe("TLS certificate files", () => {
   test("missing files: self-signed until they appear, then the files' certificate, re-read when it changes", async () => {

@@ -10,6 +10,7 @@ import type { KubeApi } from "../../sidecar/kube/api.js";
 import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
 import { KubeTransport } from "../../sidecar/kube/transport.js";
 import { CSIAddonsNodeManager } from "../../sidecar/node/manager.js";
+import { csiNode } from "../kube/testkit.js";
 import { startTestKube } from "../support/cluster.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
@@ -74,12 +75,8 @@ function manager(confirmTimeoutMs = 60_000, over = real) {
 
 /** Our object, deleted while a finalizer holds it: it stays with a deletionTimestamp. */
 async function pendingDeletion(): Promise<void> {
-  await api.create({
-    apiVersion: CAN,
-    kind: "CSIAddonsNode",
-    metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE, finalizers: ["csiaddons.openshift.io/node"] },
-    spec: { driver: { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE } },
-  });
+  const held = csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE });
+  await api.create({ ...held, metadata: { ...held["metadata"], finalizers: ["csiaddons.openshift.io/node"] } });
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
 }
 
@@ -99,7 +96,7 @@ test("placed and left alone: no write while nothing changes, however often the A
   assert.ok(m.presence.condition.ok);
 });
 
-test("one reconcile loop, one watch and one periodic check however often the driver connects before the object is placed", async () => {
+test("its loops started once however often the driver connects before the object is placed (the Pod read once, one watch)", async () => {
   const { m, callsOf } = manager();
   m.setDriver(DRIVER);
   m.setDriver(DRIVER);
@@ -179,13 +176,7 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
 });
 
 /** A CSIAddonsNode of another driver under our name: its immutable spec.driver.name makes our update a 422. */
-const foreign = () =>
-  api.create({
-    apiVersion: CAN,
-    kind: "CSIAddonsNode",
-    metadata: { name: CSI_ADDONS_NODE_NAME, namespace: NAMESPACE },
-    spec: { driver: { name: "other.csi.example.com", endpoint: "pod://x.csi:9070", nodeID: NODE } },
-  });
+const foreign = () => api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: "other.csi.example.com", endpoint: "pod://x.csi:9070", nodeID: NODE }));
 /** A manager replacing a foreign object, its delete held for a second at the API server. */
 async function deleteOfForeignHeld() {
   await foreign();

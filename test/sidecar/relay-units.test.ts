@@ -10,7 +10,6 @@ import { csiAddonsNodeName } from "../../sidecar/node/name.js";
 import { DomainError } from "../../sidecar/errors.js";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
 import type { KubeApi, PersistentVolume } from "../../sidecar/kube/api.js";
-import { waitFor } from "../support/wait.js";
 
 const hex = (s: string) => createHash("sha256").update(s).digest("hex");
 
@@ -190,14 +189,14 @@ test("TtlCache: shared loads, expiry, bounded size, failures not kept", async ()
   assert.equal(await expired.get("k", load(7)), 7, "an expired entry is loaded again");
 });
 
-test("TtlCache: an entry loaded again after it expired counts as the newest when the oldest must go", async () => {
+test("TtlCache: an entry loaded again after it expired counts as the newest when the oldest must go", async (t) => {
+  t.mock.timers.enable({ apis: ["Date"], now: 1_000_000 });
   const { TtlCache } = await import("../../sidecar/util/ttl-cache.js");
   const c = new TtlCache<string>(150, 3);
   const loads: string[] = [];
   const load = (k: string) => () => (loads.push(k), Promise.resolve(k));
-  const t0 = Date.now();
   await c.get("a", load("a"));
-  await waitFor("a expired", () => Date.now() - t0 >= 150);
+  t.mock.timers.tick(150); // a expired
   await c.get("b", load("b"));
   await c.get("a", load("a")); // loaded again: now newer than b
   await c.get("c", load("c"));

@@ -2,6 +2,7 @@
 // port, the flags that turn TLS and caller authentication on, TLS gRPC clients, a health check
 // that needs no token, and a raw unary call (bytes in, status out) for hostile requests.
 import { writeFileSync } from "node:fs";
+import { connect as tlsConnect, type PeerCertificate } from "node:tls";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
@@ -33,6 +34,18 @@ export async function makeTlsFiles(dir: string): Promise<TlsFiles> {
   writeFileSync(certFile, pems.cert);
   writeFileSync(keyFile, pems.private);
   return { caPem: pems.cert, certFile, keyFile };
+}
+
+/** The certificate a TLS client is shown on 127.0.0.1:port right now (not verified). */
+export function servedCertificate(port: number): Promise<PeerCertificate> {
+  return new Promise((resolve, reject) => {
+    const sock = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"], servername: "localhost" }, () => {
+      const cert = sock.getPeerCertificate();
+      sock.destroy();
+      resolve(cert);
+    });
+    sock.once("error", reject);
+  });
 }
 
 /** Sidecar flags: auth on, our audience, the certificate from files. */

@@ -7,22 +7,20 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createConnection } from "node:net";
-import { connect, type PeerCertificate } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
-import { serverCredentials, TlsFilesError, type CertificateSource, type ServerTls } from "../../sidecar/server/credentials.js";
+import { serverCredentials, TlsFilesError, type CertificateSource } from "../../sidecar/server/credentials.js";
 import { watchRefusedConnections } from "../../sidecar/server/refused-connections.js";
+import { bindServer } from "../../sidecar/server/grpc-server.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
+import { servedCertificate } from "./secure-sidecar.js";
 
-const open: { server: grpc.Server; tls: ServerTls }[] = [];
+const cleanups: (() => void)[] = [];
 after(() => {
-  for (const o of open) {
-    o.server.forceShutdown();
-    o.tls.close();
-  }
+  for (const c of cleanups) c();
 });
 
 const pair = async (cn: string) => {
@@ -54,21 +52,9 @@ async function serve(o: { certFile?: string; keyFile?: string; requireFiles?: bo
   // Right when the credentials are handed over, before any connection: the first pair is loaded.
   const toldAtStart = told.length;
   const server = new grpc.Server();
-  open.push({ server, tls });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", tls.credentials, (e, p) => (e ? reject(e) : resolve(p))));
+  cleanups.push(() => (server.forceShutdown(), tls.close()));
+  const port = await bindServer(server, "127.0.0.1:0", tls.credentials);
   return { port, told, toldAtStart, lines, server };
-}
-
-/** The certificate a TLS client is shown on that port. */
-function served(port: number): Promise<PeerCertificate> {
-  return new Promise((resolve, reject) => {
-    const s = connect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"] }, () => {
-      const cert = s.getPeerCertificate();
-      s.destroy();
-      resolve(cert);
-    });
-    s.once("error", reject);
-  });
 }
 
 test("from files: loaded before the credentials are handed over, announced with its expiry, served", async () => {
@@ -78,7 +64,7 @@ test("from files: loaded before the credentials are handed over, announced with 
   const s = await serve(f);
   assert.equal(s.toldAtStart, 1);
   assert.deepEqual(s.told, [{ source: "files", notAfter: new Date(new X509Certificate(p.cert).validTo) }]);
-  assert.equal((await served(s.port)).subject.CN, "from-files");
+  assert.equal((await servedCertificate(s.port)).subject.CN, "from-files");
   assert.ok(s.lines.some((l) => l["message"] === "serving the TLS certificate from files" && l["certFile"] === f.certFile));
 });
 
@@ -87,13 +73,13 @@ test("files missing, not required: a self-signed pair for the pod's name at once
   const s = await serve(f);
   assert.equal(s.toldAtStart, 1);
   assert.equal(s.told[0]!.source, "self-signed");
-  assert.equal((await served(s.port)).subject.CN, "plugin-0.csi");
+  assert.equal((await servedCertificate(s.port)).subject.CN, "plugin-0.csi");
   const warned = s.lines.find((l) => l["message"] === "TLS certificate files not usable; serving a self-signed certificate until they are");
   assert.equal(warned?.["level"], "warn");
   assert.equal(warned?.["reason"], "ENOENT");
 
   f.write(await pair("arrived"));
-  await waitFor("the files served", async () => (await served(s.port)).subject.CN === "arrived");
+  await waitFor("the files served", async () => (await servedCertificate(s.port)).subject.CN === "arrived");
   assert.deepEqual(s.told.map((t) => t.source), ["self-signed", "files"]);
 });
 
@@ -114,10 +100,10 @@ test("a rotation caught half-way (a new certificate beside the old key) is not s
   const second = await pair("second");
   writeFileSync(f.certFile, second.cert);
   await waitFor("the half-written pair seen and kept", () => s.lines.some((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate"));
-  assert.equal((await served(s.port)).subject.CN, "first");
+  assert.equal((await servedCertificate(s.port)).subject.CN, "first");
   assert.equal(s.told.length, 1, "nothing new announced");
   writeFileSync(f.keyFile, second.key);
-  await waitFor("the new pair served", async () => (await served(s.port)).subject.CN === "second");
+  await waitFor("the new pair served", async () => (await servedCertificate(s.port)).subject.CN === "second");
   assert.deepEqual(s.told.map((t) => t.source), ["files", "files"]);
 });
 
@@ -152,8 +138,8 @@ test("refused connections: watched on a TLS port (a plaintext client is told as 
   const peers: string[] = [];
   assert.equal(watchRefusedConnections(s.server, (reason, peer) => void (refused.push(reason), peers.push(peer))), true);
   const plain = new grpc.Server();
-  open.push({ server: plain, tls: { credentials: grpc.ServerCredentials.createInsecure(), close() {} } });
-  await new Promise<number>((resolve, reject) => plain.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  cleanups.push(() => plain.forceShutdown());
+  await bindServer(plain, "127.0.0.1:0", grpc.ServerCredentials.createInsecure());
   assert.equal(watchRefusedConnections(plain, () => {}), false);
 
   const client = new grpc.Client(`127.0.0.1:${s.port}`, grpc.credentials.createInsecure());

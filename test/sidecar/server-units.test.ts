@@ -242,7 +242,7 @@ test("call log: refusals counted by reason and logged at warn with the peer; une
   assert.equal(refused.length, 2, "only refusals are counted as refusals");
 });
 
-test("call log: identical failures are written once and then summed up, different ones each", async () => {
+test("call log: identical failures are written once (the rest summed up later), different ones each", async () => {
   const { mw, lines, logger } = logged();
   for (let i = 0; i < 5; i++) await assert.rejects(mw({}, ctxOf(HEAL, logger), () => Promise.reject(new DomainError("NotFound", "PersistentVolume pv-1 not found"))));
   await assert.rejects(mw({}, ctxOf(HEAL, logger), () => Promise.reject(new DomainError("NotFound", "PersistentVolume pv-2 not found"))));
