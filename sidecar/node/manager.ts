@@ -45,6 +45,8 @@ export class CSIAddonsNodeManager {
   private rvKnown: (() => void) | undefined;
   private placed = false;
   private dirty = false;
+  /** A reconcile is reading or writing the object: the periodic check then stays out of its way. */
+  private reconciling = false;
   private wake: (() => void) | undefined;
   private readonly stop = new AbortController();
   /** Ends the current watch, so it restarts under a new name. */
@@ -143,8 +145,9 @@ export class CSIAddonsNodeManager {
         continue;
       }
       this.dirty = false;
+      this.reconciling = true;
       try {
-        const done = await this.reconcileOnce();
+        const done = await this.reconcileOnce().finally(() => (this.reconciling = false));
         this.apiAnswered();
         if (done) {
           backoff.reset();
@@ -309,7 +312,7 @@ export class CSIAddonsNodeManager {
     const every = Math.max(1, Math.floor(this.opts.confirmTimeoutMs / 3));
     while (!this.stop.signal.aborted) {
       await delay(every, this.stop.signal);
-      if (this.stop.signal.aborted || this.dirty || !this.owner) continue;
+      if (this.stop.signal.aborted || this.dirty || this.reconciling || !this.owner) continue;
       try {
         if (await this.resolveOwner()) {
           this.kick();
@@ -317,7 +320,8 @@ export class CSIAddonsNodeManager {
         }
         const obj = await this.opts.kube.getCSIAddonsNode(this.opts.namespace, this.name!, this.signal());
         this.apiAnswered();
-        if (this.dirty) continue;
+        // What a reconcile that started meanwhile reads and writes is newer than what we read.
+        if (this.dirty || this.reconciling) continue;
         if (!obj) {
           this.opts.logger.warn("CSIAddonsNode not found on a periodic check; creating it again", { name: this.name });
           this.setPlaced(false, "not found");
