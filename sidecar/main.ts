@@ -7,9 +7,9 @@ import { createKubeApi } from "./kube/client.js";
 import { inClusterEndpoint } from "./kube/endpoint.js";
 import { kubeconfigEndpoint } from "./kube/kubeconfig.js";
 import { KubeTransport } from "./kube/transport.js";
-import { createLogger, log, setLogger } from "./log/logger.js";
+import { createLogger, log, setLogger } from "../common/log/logger.js";
 import { startSidecar } from "./run.js";
-import { packageVersion } from "./util/version.js";
+import { packageVersion } from "../common/util/version.js";
 
 
 async function main(): Promise<number> {

@@ -10,7 +10,7 @@ import { TERMINATION_LOG_FLAG, terminationLogOf } from "../../common/process/ent
 export type { LogFormat, LogLevel };
 /** Names a flag; main.ts exits 2 with its message. */
 export { ConfigError };
-/** Every address, IPv6 and IPv4 (a dual-stack socket); see server/listen-host.ts for IPv4-only nodes. */
+/** Every address, IPv6 and IPv4 (a dual-stack socket); see common/net/listen-host.ts for IPv4-only nodes. */
 export { ANY_ADDRESS };
 
 /** In --auth-audience: "the API server's own audiences" (a TokenReview without spec.audiences). */

@@ -4,7 +4,7 @@
 // same names. Here: those that mean something to us under another name (mapped) and those that
 // do not (accepted, then named in one warning each).
 import { createSecureContext } from "node:tls";
-import type { FlagKind, FlagSpec } from "./flags.js";
+import type { FlagKind, FlagSpec } from "../../common/config/flags.js";
 import type { LogFormat, LogLevel } from "./config.js";
 
 const KLOG_OUTPUT = "klog output option: this sidecar writes JSON lines (or text, --log-format) to stdout";

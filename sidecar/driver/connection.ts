@@ -8,9 +8,9 @@ import {
   IdentityService,
   type Capability,
 } from "../../proto/gen/identity/identity.js";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 import { grpcCodeName, unaryCall, isServiceError, type MethodDef } from "./unary.js";
-import { delay } from "../util/delay.js";
+import { delay } from "../../common/util/delay.js";
 import { SocketWatch } from "./socket-watch.js";
 
 export interface DriverInfo {

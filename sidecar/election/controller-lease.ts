@@ -7,7 +7,7 @@
 import type { LeaderElectionConfig } from "../config/config.js";
 import type { DriverInfo } from "../driver/connection.js";
 import type { KubeApi } from "../kube/api.js";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 import { LeaseElector } from "../../common/election/lease-elector.js";
 import { leaseName } from "./lease-name.js";
 import { leaseStore } from "./lease-store.js";

@@ -2,7 +2,7 @@
 // (node/presence.ts), and we are not shutting down. Drives grpc.health.v1 and /readyz from one
 // place; both say which condition fails and since when.
 import { EventEmitter } from "node:events";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 import type { Condition } from "../node/presence.js";
 
 export const HEALTH_SERVICES = ["", "sidecar.v1.VolumeHealer", "identity.Identity"];

@@ -2,7 +2,7 @@
 // once, identical ones in the following window are only counted, and one summary line (count, first
 // and last time, the last one's fields) ends the window. A burst of 10,000 identical failures costs
 // two lines, and no timer runs while nothing repeats.
-import type { Logger } from "./logger.js";
+import type { Logger } from "../../common/log/logger.js";
 
 type Level = "error" | "warn" | "info" | "debug";
 

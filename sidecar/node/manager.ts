@@ -5,8 +5,8 @@
 // recreated under the same name) and the object (an API server restored without it sends no
 // watch event), so `presence` says "in place" only while the API keeps saying so.
 import { KubeError, type CSIAddonsNode, type KubeApi } from "../kube/api.js";
-import type { Logger } from "../log/logger.js";
-import { Backoff, delay } from "../util/delay.js";
+import type { Logger } from "../../common/log/logger.js";
+import { Backoff, delay } from "../../common/util/delay.js";
 import { csiAddonsNodeName } from "./name.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
 import { Presence } from "./presence.js";

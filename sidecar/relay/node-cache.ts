@@ -1,8 +1,8 @@
 // This node's Node object, kept current by a watch by name, so "is this volume in use here?"
 // costs no API request per heal.
 import type { KubeApi, NodeInfo } from "../kube/api.js";
-import type { Logger } from "../log/logger.js";
-import { Backoff, delay } from "../util/delay.js";
+import type { Logger } from "../../common/log/logger.js";
+import { Backoff, delay } from "../../common/util/delay.js";
 
 export class NodeCache {
   private node: NodeInfo | undefined;

@@ -21,8 +21,8 @@
 // not yet taken down — which it then unstages as it would have anyway.
 import type { KubeApi, PersistentVolume } from "../kube/api.js";
 import { KubeError } from "../kube/api.js";
-import type { Logger } from "../log/logger.js";
-import { Backoff, delay } from "../util/delay.js";
+import type { Logger } from "../../common/log/logger.js";
+import { Backoff, delay } from "../../common/util/delay.js";
 
 const READ_TIMEOUT_MS = 10_000;
 

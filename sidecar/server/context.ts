@@ -2,7 +2,7 @@
 // that fires on cancellation or deadline, and the effective deadline.
 import type * as grpc from "@grpc/grpc-js";
 import type { UserInfo } from "../kube/api.js";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 
 export interface CallContext {
   /** Full method path, e.g. /sidecar.v1.VolumeHealer/HealVolume. */

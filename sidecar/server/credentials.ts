@@ -8,7 +8,7 @@ import { readFile, stat } from "node:fs/promises";
 import { createSecureContext } from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import type { TlsPolicy } from "../config/upstream.js";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 import { commonJs } from "../util/common-js.js";
 import { applyTlsPolicy } from "./tls-policy.js";
 

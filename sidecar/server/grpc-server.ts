@@ -9,7 +9,7 @@ import { VolumeHealerService } from "../../proto/gen/sidecar/v1/healer.js";
 import type { DriverConnection } from "../driver/connection.js";
 import { addHealthService } from "../health/grpc-health.js";
 import type { Readiness } from "../health/readiness.js";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 import type { HealerService } from "../relay/healer-service.js";
 import type { ServedService } from "../upstream/services.js";
 import type { Middleware, Next } from "./context.js";

@@ -1,7 +1,7 @@
 // Adapts a promise-returning handler to grpc-js: grpc-js does not await handlers, so every
 // rejection is turned into exactly one status here and never escapes as an unhandled rejection.
 import * as grpc from "@grpc/grpc-js";
-import type { Logger } from "../log/logger.js";
+import type { Logger } from "../../common/log/logger.js";
 import type { CallContext, Middleware, Next } from "./context.js";
 import { toStatus } from "./status.js";
 

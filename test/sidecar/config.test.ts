@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig, type Config } from "../../sidecar/config/config.js";
-import { parseDuration } from "../../sidecar/config/duration.js";
+import { parseDuration } from "../../common/config/duration.js";
 import { startTs } from "../support/proc.js";
 
 const base = ["--node-id=n1", "--pod=p", "--namespace=ns", "--enable-auth=false"];

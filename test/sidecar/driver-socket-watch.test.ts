@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type * as grpc from "@grpc/grpc-js";
 import { IdentityService, type IdentityServer } from "../../proto/gen/identity/identity.js";
 import { DriverConnection, type ReadyEvent } from "../../sidecar/driver/connection.js";
-import { createLogger } from "../../sidecar/log/logger.js";
+import { createLogger } from "../../common/log/logger.js";
 import { serveFakeDriver } from "../support/cluster.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";

@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import { ConfigError, parseConfig } from "../../sidecar/config/config.js";
-import { listenHost } from "../../sidecar/server/listen-host.js";
+import { listenHost } from "../../common/net/listen-host.js";
 import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";

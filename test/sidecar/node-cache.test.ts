@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { NodeCache } from "../../sidecar/relay/node-cache.js";
 import type { KubeApi, NodeInfo, WatchEventType, WatchOptions } from "../../sidecar/kube/api.js";
-import { createLogger } from "../../sidecar/log/logger.js";
+import { createLogger } from "../../common/log/logger.js";
 import { waitFor } from "../support/wait.js";
 
 const node = (volumesInUse: string[]): NodeInfo => ({ metadata: { name: "node-1" }, status: { volumesInUse } });

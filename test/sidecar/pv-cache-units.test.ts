@@ -6,7 +6,7 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { PvCache } from "../../sidecar/relay/pv-cache.js";
 import { KubeError, type KubeApi, type PersistentVolume, type WatchEventType } from "../../sidecar/kube/api.js";
-import { createLogger, type Logger } from "../../sidecar/log/logger.js";
+import { createLogger, type Logger } from "../../common/log/logger.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { waitFor } from "../support/wait.js";
 

@@ -1,2 +1,0 @@
-// Moved to common/ (shared with the controller, DESIGN 2); kept so existing imports stay valid.
-export * from "../../common/util/delay.js";
