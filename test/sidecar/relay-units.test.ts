@@ -39,6 +39,15 @@ test("VolumeCapability from the PV", () => {
   assert.equal(volumeCapability(pv({ accessModes: ["ReadOnlyMany"] })).accessMode?.mode, Mode.MULTI_NODE_READER_ONLY);
 });
 
+test("VolumeCapability of a PV with several access modes: the first, as the kubelet stages it; none is ReadWriteOnce, the kubelet's default", () => {
+  const pv = (accessModes?: string[]): PersistentVolume => ({ metadata: {}, spec: { csi: { driver: "d", volumeHandle: "h" }, ...(accessModes ? { accessModes } : {}) } });
+  assert.equal(volumeCapability(pv(["ReadOnlyMany", "ReadWriteOnce"])).accessMode?.mode, Mode.MULTI_NODE_READER_ONLY, "staged read-only: never re-staged writable");
+  assert.equal(volumeCapability(pv(["ReadWriteOnce", "ReadWriteMany"])).accessMode?.mode, Mode.SINGLE_NODE_MULTI_WRITER);
+  assert.equal(volumeCapability(pv(["ReadWriteOncePod", "ReadWriteMany"])).accessMode?.mode, Mode.SINGLE_NODE_SINGLE_WRITER);
+  assert.equal(volumeCapability(pv([])).accessMode?.mode, Mode.SINGLE_NODE_MULTI_WRITER);
+  assert.equal(volumeCapability(pv()).accessMode?.mode, Mode.SINGLE_NODE_MULTI_WRITER);
+});
+
 test("CSIAddonsNode name, hashed past 253 characters", () => {
   assert.equal(csiAddonsNodeName("node-1", "csi", "DaemonSet", "plugin"), "node-1-csi-daemonset-plugin");
   const long = csiAddonsNodeName("n".repeat(200), "csi", "DaemonSet", "p".repeat(100));
