@@ -35,6 +35,8 @@ export interface HealerService {
 
 export function createHealerService(deps: HealerServiceDeps): HealerService {
   const flights = new SingleFlight<GetVolumeHealthResponse | HealVolumeResponse>();
+  /** The deadline each running flight's work has, by key. */
+  const flightDeadlines = new Map<string, { deadline: number }>();
 
   /** Steps 1-2, then a shared execution per (method, pv, mode) bounded by the caller's deadline. */
   async function serve<T extends GetVolumeHealthResponse | HealVolumeResponse>(
@@ -56,14 +58,27 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
       throw unimplemented(`driver ${driver.name} does not offer the VolumeHealer ${cap} capability`);
     }
     const deadline = ctx.deadline;
-    try {
-      return (await flights.do(key, ctx.signal, (shared) =>
+    for (;;) {
+      const answer = flights.do(key, ctx.signal, (shared) => {
+        const flight = { deadline };
+        flightDeadlines.set(key, flight);
         // The slot covers the Kubernetes reads too: a request that would be refused costs no API request.
-        withDeadline(shared, deadline, (signal) => deps.limiter.run(() => work(driver, signal), signal)),
-      )) as T;
-    } catch (err) {
-      if (Date.now() >= deadline) throw deadlineExceeded(`deadline exceeded while serving PersistentVolume ${pvName}`);
-      throw err;
+        return withDeadline(shared, deadline, (signal) => deps.limiter.run(() => work(driver, signal), signal)).finally(() => {
+          if (flightDeadlines.get(key) === flight) flightDeadlines.delete(key);
+        });
+      });
+      // The shared work (and the driver call) runs on the deadline of the caller that started it.
+      const ends = flightDeadlines.get(key)?.deadline ?? deadline;
+      try {
+        return (await answer) as T;
+      } catch (err) {
+        const now = Date.now();
+        if (now >= deadline) throw deadlineExceeded(`deadline exceeded while serving PersistentVolume ${pvName}`);
+        // Joined work that ran out of its starter's shorter time: ours is not up, so it runs again
+        // (one driver call at a time per volume still) rather than failing a caller early.
+        if (ends < deadline && now >= ends) continue;
+        throw err;
+      }
     }
   }
 
@@ -86,7 +101,12 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
     },
 
     healVolume(req, ctx) {
-      const mode = req.mode === Mode.IF_ABNORMAL ? Mode.IF_ABNORMAL : Mode.ALWAYS;
+      const mode = req.mode;
+      // Proto3 lets any number through; a mode we do not know (a newer caller's gentler one) must
+      // never become the most disruptive one.
+      if (mode !== Mode.ALWAYS && mode !== Mode.IF_ABNORMAL) {
+        throw invalidArgument(`mode ${String(mode)} is not a HealVolume mode (ALWAYS = 0, IF_ABNORMAL = 1)`);
+      }
       return serve(ctx, req.pvName, `heal|${req.pvName}|${mode}`, "healVolume", async (driver, signal) => {
         if (mode === Mode.IF_ABNORMAL && !driver.getVolumeHealth) {
           throw unimplemented(`driver ${driver.name} cannot check health, so IF_ABNORMAL is not possible; use ALWAYS`);

@@ -171,6 +171,7 @@ describe("healing relay", () => {
     { name: "empty PV name", run: () => health(""), code: grpc.status.INVALID_ARGUMENT, message: /^pv_name "" is not a valid/, driverCalled: false },
     // A name past 64 characters is shown cut, so a hostile one cannot flood the answer or the log.
     { name: "overlong PV name", run: () => health("p".repeat(300)), code: grpc.status.INVALID_ARGUMENT, message: new RegExp(`^pv_name "${"p".repeat(64)}"\\.\\.\\. is not a valid`), driverCalled: false },
+    { name: "unknown heal mode", run: () => heal("pv-block", 7 as Mode), code: grpc.status.INVALID_ARGUMENT, message: /^mode 7 is not a HealVolume mode \(ALWAYS = 0, IF_ABNORMAL = 1\)$/, volume: "vol-block", driverCalled: false },
     { name: "unknown PV", run: () => heal("pv-nope"), code: grpc.status.NOT_FOUND, message: /PersistentVolume pv-nope not found/, driverCalled: false },
     { name: "PV of another driver", run: () => heal("pv-other-driver"), code: grpc.status.FAILED_PRECONDITION, message: /belongs to driver other\.csi\.example\.com/, volume: "vol-other", driverCalled: false },
     { name: "PV not CSI", run: () => heal("pv-hostpath"), code: grpc.status.FAILED_PRECONDITION, message: /not a CSI volume/, driverCalled: false },
@@ -202,6 +203,32 @@ describe("healing relay", () => {
     assert.equal(r.ok, false);
     assert.equal(codeName((r as any).code), "DEADLINE_EXCEEDED");
     assert.ok(Date.now() - started < 1_900, "answered at the caller's deadline, not --timeout");
+  });
+
+  test("single flight keeps each caller's deadline: one that joins a call with a shorter deadline gets its answer after that one runs out, from a driver call of its own", async () => {
+    stub.updateState((s) => ({ ...s, volumes: { ...s.volumes, "vol-slow": { state: "HEALTHY", delayMs: 800 } } }));
+    try {
+      // Earlier tests' slow calls may still be logged meanwhile: only calls made from now on count.
+      const since = Date.now();
+      const arrived = () => stub.proc.stdout().split("\n").filter((l) => l.includes("NodeGetVolumeHealth vol-slow")).length;
+      const arrivedBefore = arrived();
+      const short = health("pv-slow", 400);
+      // The call log is written when a call ends; the stub's output says when it arrives.
+      await waitFor("the first call at the driver", () => arrived() > arrivedBefore);
+      const long = await health("pv-slow", 1_900);
+      const first = await short;
+      assert.equal(first.ok, false);
+      assert.equal(codeName((first as any).code), "DEADLINE_EXCEEDED");
+      assert.ok(long.ok, JSON.stringify(long));
+      const calls = await waitFor("both driver calls logged", () => {
+        const c = driverCalls("vol-slow", "NodeGetVolumeHealth").filter((e) => e.t0 >= since);
+        return c.length >= 2 && c;
+      });
+      assert.equal(calls.length, 2, "the joined call, then one on the longer deadline: never two at once");
+      assert.ok(calls[1]!.t0 >= calls[0]!.t1 - 5, "one after the other");
+    } finally {
+      stub.updateState((s) => ({ ...s, volumes: { ...s.volumes, "vol-slow": { state: "HEALTHY", delayMs: 5_000 } } }));
+    }
   });
 
   test("driver without the capability → UNIMPLEMENTED, driver not called", async () => {
