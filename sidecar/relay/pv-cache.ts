@@ -12,7 +12,8 @@
 //   the entry: the next request reads the PV again and sees the change;
 // - entries are served only while the watch runs; when it fails they are all dropped and every
 //   request reads the PV until a new watch stands, so a lost watch costs requests, never truth;
-// - a read that raced an event for its PV is not stored (it may predate the event);
+// - a read that raced an event for its PV is not stored (it may predate the event), nor one begun
+//   before the watch stood (it may predate the version the watch starts from);
 // - the TTL bounds what a watch that stalls without failing could leave behind.
 // Heals are served from here too. What a stale entry could still cause is a heal of a PV whose
 // deletion began within the watch's delay, and that is harmless: the driver only acts on a volume
@@ -30,7 +31,7 @@ export class PvCache {
   private readonly entries = new Map<string, { at: number; pv: PersistentVolume }>();
   /** Reads in flight by PV name, so an event for one of them marks the read as raced. */
   private readonly reading = new Map<string, number>();
-  /** Bumped by every event that touches a cached or in-flight PV, and when the watch stops. */
+  /** Bumped by every event that touches a cached or in-flight PV, when the watch stops and when it stands again. */
   private epoch = 0;
   /** The watch stands (or is being resumed from a known resourceVersion): entries may be served. */
   private live = false;
@@ -99,7 +100,12 @@ export class PvCache {
         // A list of one gives the collection's version: the watch starts there without replaying
         // every PV of the cluster, and sees every change after it.
         resourceVersion ??= await this.kube.persistentVolumesVersion(AbortSignal.any([this.stop.signal, AbortSignal.timeout(READ_TIMEOUT_MS)]));
-        this.live = true;
+        if (!this.live) {
+          // A read begun before may answer from before the version the watch starts at: whatever
+          // changed in between would never arrive as an event, so such a read is not kept.
+          this.epoch++;
+          this.live = true;
+        }
         await this.kube.watchPersistentVolumes({ resourceVersion, signal: this.stop.signal }, (type, pv) => {
           backoff.reset();
           if (pv.metadata?.resourceVersion) resourceVersion = pv.metadata.resourceVersion;

@@ -122,6 +122,21 @@ test("a lost watch drops every entry; until it stands again every request reads"
   assert.deepEqual(f.reads, ["pv-a", "pv-a"]);
 });
 
+test("a read that began before the watch stood again is served but not kept: its answer may predate the version the new watch starts from", async (t) => {
+  const f = await started(t);
+  f.stored.set("pv-b", pv("pv-b"));
+  f.watch().end(new Error("watch closed"));
+  await new Promise((resolve) => setImmediate(resolve)); // the loop has seen the end and dropped everything
+  f.hold("pv-b");
+  const early = f.cache.get("pv-b", signal());
+  await waitFor("the read at the API", () => f.reads.length === 1);
+  await waitFor("the watch standing again", () => f.watches() === 2);
+  f.release("pv-b");
+  assert.equal((await early)?.metadata.name, "pv-b");
+  await f.cache.get("pv-b", signal());
+  assert.deepEqual(f.reads, ["pv-b", "pv-b"]);
+});
+
 test("an entry lives at most the TTL; the cache holds at most maxEntries, the least recently read going first", async (t) => {
   const short = await started(t, { ttlMs: 30 });
   short.stored.set("pv-a", pv("pv-a"));
