@@ -67,8 +67,10 @@ export function createKubeApi(t: KubeTransport): KubeApi {
       );
       const st = review.status;
       if (!st?.authenticated || !st.user?.username) return undefined;
-      // An authenticator that ignores audiences answers with others (or none): not ours then.
-      if (audiences && st.audiences && !st.audiences.some((a) => audiences.includes(a))) return undefined;
+      // Asked for our audiences, an answer naming none of them is not ours; naming none at all, the
+      // API says the token is valid for the API server's audience: not ours either (with
+      // --auth-audience=...,@api-server that is reviewed, and accepted, on its own).
+      if (audiences && !st.audiences?.some((a) => audiences.includes(a))) return undefined;
       return { username: st.user.username, uid: st.user.uid, groups: st.user.groups };
     },
     reviewAccess: async (user, attrs, signal) => {

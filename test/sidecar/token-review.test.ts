@@ -1,7 +1,7 @@
 // How the sidecar reads the API's answers about a caller. A TokenReview: only `authenticated: true`
 // with a username is a caller, whatever else the answer holds (a webhook authenticator may add a
-// user to a refusal), and an answer for other audiences is not ours. A SubjectAccessReview: only
-// `allowed: true` allows. Against a server that answers as told.
+// user to a refusal), and an answer for other audiences (or, asked for ours, for none) is not
+// ours. A SubjectAccessReview: only `allowed: true` allows. Against a server that answers as told.
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeApi } from "../../sidecar/kube/api.js";
@@ -20,12 +20,17 @@ test("TokenReview answers: a caller only when authenticated with a username, for
 
   const user = { username: "system:serviceaccount:csi-addons-system:csi-addons-controller-manager", uid: "u-1", groups: ["system:serviceaccounts"] };
   assert.deepEqual(await review({ authenticated: true, user, audiences: ["csi-addons"] }), user);
-  assert.deepEqual(await review({ authenticated: true, user }), user, "an authenticator that does not echo audiences");
+  assert.equal(await review({ authenticated: true, user }), undefined, "no audiences in the answer: valid for the API server's audience, not ours");
+  assert.equal(await review({ authenticated: true, user, audiences: [] }), undefined, "the same, said with an empty list");
   assert.equal(await review({ authenticated: false, user }), undefined, "a refusal that names a user is still a refusal");
   assert.equal(await review({ user }), undefined, "no verdict is a refusal");
   assert.equal(await review({ authenticated: true, user: { uid: "u-1" } }), undefined, "authenticated, but as nobody");
   assert.equal(await review({ authenticated: true, user, audiences: ["https://kubernetes.default.svc"] }), undefined, "a token for other audiences");
   assert.equal(await review(undefined), undefined, "no status at all");
+
+  // Reviewed for the API server's own audiences (no spec.audiences), an answer without audiences is one.
+  answer({ authenticated: true, user });
+  assert.deepEqual(await kube.reviewToken("caller-token", undefined, AbortSignal.timeout(5_000)), user);
 });
 
 test("SubjectAccessReview answers: allowed only when the answer says allowed: true", async (t) => {
