@@ -32,7 +32,10 @@ export interface Sidecar {
   readonly port: number;
   readonly httpPort: number | undefined;
   readonly metrics: Metrics;
-  /** NOT_SERVING → stop accepting → drain in-flight calls (up to the grace period) → close. */
+  /**
+   * NOT_SERVING (health Watch streams ended) → stop accepting → drain in-flight calls (up to the
+   * grace period) while releasing a held Lease → close.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -126,10 +129,16 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     httpPort,
     metrics,
     async shutdown() {
-      readiness.set("shutdown", false, "shutting down");
-      // First: a successor can take controller operations while our in-flight calls finish.
-      await lease.stop();
+      readiness.close("shutting down");
+      // The release (up to ~5 s against a slow API) runs alongside the drain, not before it: waiting
+      // for it first would keep accepting calls after NOT_SERVING and push the drain's grace towards
+      // the kubelet's SIGKILL. Started first, so a successor can take controller operations while
+      // our in-flight calls finish.
+      const released = lease.stop().catch((err: unknown) =>
+        logger.warn("leader election did not stop cleanly", { reason: err instanceof Error ? err.message : String(err) }),
+      );
       await drain(server, config.shutdownGraceMs, logger);
+      await released;
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));
       http?.closeAllConnections();
       manager.close();

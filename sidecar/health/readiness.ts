@@ -11,11 +11,13 @@ type Name = "driver" | "node" | "shutdown";
 
 interface Events {
   change: [boolean];
+  closed: [];
 }
 
 export class Readiness extends EventEmitter<Events> {
   private readonly conditions: Record<Name, Condition>;
   private serving = false;
+  private done = false;
 
   constructor(private readonly logger: Logger) {
     super();
@@ -38,6 +40,23 @@ export class Readiness extends EventEmitter<Events> {
     this.serving = serving;
     this.logger.info(serving ? "ready: SERVING" : "not ready: NOT_SERVING", { why: this.reason() });
     this.emit("change", serving);
+  }
+
+  /**
+   * For good, at shutdown: NOT_SERVING (told to every watcher first), then "closed", on which the
+   * health service ends its Watch streams. grpc-js's graceful shutdown waits for every open stream,
+   * and a Watch never ends on its own, so one watcher would otherwise hold the drain for the whole
+   * grace period.
+   */
+  close(reason: string): void {
+    this.set("shutdown", false, reason);
+    if (this.done) return;
+    this.done = true;
+    this.emit("closed");
+  }
+
+  get closed(): boolean {
+    return this.done;
   }
 
   get ready(): boolean {

@@ -210,11 +210,9 @@ describe("healing relay", () => {
     try {
       // Earlier tests' slow calls may still be logged meanwhile: only calls made from now on count.
       const since = Date.now();
-      const arrived = () => stub.proc.stdout().split("\n").filter((l) => l.includes("NodeGetVolumeHealth vol-slow")).length;
-      const arrivedBefore = arrived();
+      const arrivedBefore = stub.arrived("NodeGetVolumeHealth", "vol-slow");
       const short = health("pv-slow", 400);
-      // The call log is written when a call ends; the stub's output says when it arrives.
-      await waitFor("the first call at the driver", () => arrived() > arrivedBefore);
+      await waitFor("the first call at the driver", () => stub.arrived("NodeGetVolumeHealth", "vol-slow") > arrivedBefore);
       const long = await health("pv-slow", 1_900);
       const first = await short;
       assert.equal(first.ok, false);
@@ -256,8 +254,9 @@ describe("healing relay", () => {
 
   test("driver down → UNAVAILABLE; driver dying mid-call → UNAVAILABLE; every request answered", async () => {
     stub.updateState((s) => ({ ...s, volumes: { ...s.volumes, "vol-slow": { state: "HEALTHY", delayMs: 1_500 } } }));
+    const before = stub.arrived("NodeGetVolumeHealth", "vol-slow");
     const inflight = health("pv-slow", 10_000);
-    await waitFor("the slow call to reach the driver", () => stub.proc.stdout().split("\n").filter((l) => l.includes("NodeGetVolumeHealth vol-slow")).length >= 1);
+    await waitFor("the slow call to reach the driver", () => stub.arrived("NodeGetVolumeHealth", "vol-slow") > before);
     await stub.kill();
     const r = await inflight;
     assert.equal(r.ok, false);

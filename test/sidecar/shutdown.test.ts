@@ -1,6 +1,7 @@
 // Issue 15: SIGTERM as DESIGN 4.5 and README promise it — NOT_SERVING and /readyz 503 at once
 // while a call is still in flight, new calls refused during the drain, the in-flight call finished,
-// and a stuck call cut off at --shutdown-grace rather than holding the exit.
+// and a stuck call cut off at --shutdown-grace rather than holding the exit; open health Watch
+// streams told NOT_SERVING and then ended, so they never hold the exit.
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
@@ -9,7 +10,7 @@ import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
-import { call, codeName, type Outcome } from "../support/grpc.js";
+import { call, codeName, track } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { pv, volumeAttachment } from "../support/fixtures.js";
 
@@ -42,13 +43,7 @@ async function sidecarWith(args: string[] = []): Promise<SidecarProc> {
   return s;
 }
 
-/** A call whose settling we can observe without awaiting it. */
-function track<T>(p: Promise<Outcome<T>>): { done: () => boolean; outcome: Promise<Outcome<T>> } {
-  let settled = false;
-  return { done: () => settled, outcome: p.finally(() => (settled = true)) };
-}
-
-const received = (volumeId: string) => stub.proc.stdout().split(`recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth ${volumeId}\n`).length - 1;
+const received = (volumeId: string) => stub.arrived("NodeGetVolumeHealth", volumeId);
 
 describe("SIGTERM", () => {
   test("with a call in flight: NOT_SERVING (gRPC watch) and /readyz 503 at once, new calls refused, the call finishes, exit 0", async () => {
@@ -85,6 +80,44 @@ describe("SIGTERM", () => {
     assert.equal(await sidecar.proc.exited, 0);
     stream.cancel();
     watcher.close();
+  });
+
+  test("with health Watches open and no call in flight: each watcher reads NOT_SERVING, then its stream ends; the exit does not wait for --shutdown-grace", async () => {
+    // A grace far longer than the bound below: only ended Watch streams let the drain finish that soon.
+    const GRACE_MS = 20_000;
+    const EXIT_WITHIN_MS = 5_000;
+    const sidecar = await sidecarWith([`--shutdown-grace=${GRACE_MS}ms`]);
+    const watcher = new HealthClient(sidecar.address, grpc.credentials.createInsecure());
+    // What each stream told, in order: its statuses, then how it ended.
+    const watch = (service: string) => {
+      const told: string[] = [];
+      const stream = (watcher as unknown as { watch(req: { service: string }): grpc.ClientReadableStream<{ status: string }> }).watch({ service });
+      stream.on("data", (m: { status: string }) => told.push(m.status));
+      stream.on("status", (st: grpc.StatusObject) => told.push(`ended ${codeName(st.code)}`));
+      stream.on("error", () => {});
+      return { told, stream };
+    };
+    // An unknown name's Watch stays open too (its service may appear later, says the protocol).
+    const watches = [watch(""), watch("sidecar.v1.VolumeHealer"), watch("no.such.Service")];
+    try {
+      await waitFor("every watch telling its status", () => watches[0]!.told.includes("SERVING") && watches[1]!.told.includes("SERVING") && watches[2]!.told.length > 0);
+      let exited = false;
+      void sidecar.proc.exited.then(() => (exited = true));
+      const signalled = Date.now();
+      sidecar.proc.child.kill("SIGTERM");
+      await waitFor("the sidecar to exit", () => exited, { timeoutMs: EXIT_WITHIN_MS });
+      const took = Date.now() - signalled;
+      assert.equal(await sidecar.proc.exited, 0);
+      assert.ok(took < EXIT_WITHIN_MS, `exited ${took} ms after SIGTERM with --shutdown-grace ${GRACE_MS}ms`);
+      assert.ok(!sidecar.proc.stdout().includes("grace period over"), "nothing was cut off at the grace");
+      await waitFor("every watch to end", () => watches.every((w) => w.told.at(-1)?.startsWith("ended")), { timeoutMs: 3_000 });
+      assert.deepEqual(watches[0]!.told, ["SERVING", "NOT_SERVING", "ended UNAVAILABLE"], "NOT_SERVING read before the stream ended");
+      assert.deepEqual(watches[1]!.told, ["SERVING", "NOT_SERVING", "ended UNAVAILABLE"], "NOT_SERVING read before the stream ended");
+      assert.deepEqual(watches[2]!.told, ["SERVICE_UNKNOWN", "ended UNAVAILABLE"]);
+    } finally {
+      for (const w of watches) w.stream.cancel();
+      watcher.close();
+    }
   });
 
   test("a stuck call does not hold the exit past --shutdown-grace: it is cut off, the driver call cancelled, exit 0", async () => {

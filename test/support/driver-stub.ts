@@ -48,6 +48,11 @@ export interface DriverStub {
   /** The call log so far, parsed, optionally filtered. */
   calls(filter?: CallFilter): CallLogEntry[];
   csiCalls(): CallLogEntry[];
+  /**
+   * Calls of a VolumeHealerNode method for a volume that have reached the stub so far. The call
+   * log is written when a call ends; this counts the line the stub prints when one arrives.
+   */
+  arrived(method: "NodeGetVolumeHealth" | "NodeHealVolume", volumeId: string): number;
   /** SIGTERM; resolves with the exit code. */
   stop(): Promise<number | string>;
   /** SIGKILL, as a crashing driver container: leaves stale socket files. */
@@ -116,6 +121,9 @@ export async function startDriverStub(opts: DriverStubOptions = {}): Promise<Dri
     readState() {
       const text = readText(stateFile);
       return text === undefined ? {} : (JSON.parse(text) as StubState);
+    },
+    arrived(method, volumeId) {
+      return proc.stdout().split(`recv /healer.v1.VolumeHealerNode/${method} ${volumeId}\n`).length - 1;
     },
     calls(filter = {}) {
       return (readText(callLogFile) ?? "")

@@ -29,3 +29,9 @@ export function call<Req, Res>(
 export function codeName(code: grpc.status): string {
   return grpc.status[code] ?? String(code);
 }
+
+/** A call whose settling can be observed without awaiting it. */
+export function track<T>(p: Promise<Outcome<T>>): { done: () => boolean; outcome: Promise<Outcome<T>> } {
+  let settled = false;
+  return { done: () => settled, outcome: p.finally(() => (settled = true)) };
+}
