@@ -19,7 +19,7 @@ import type { CallContext } from "../server/context.js";
 import { Limiter } from "./limiter.js";
 import { isDnsSubdomain } from "./names.js";
 import { fetchPublishContext, fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
-import { SingleFlight } from "./single-flight.js";
+import { SingleFlight } from "../util/single-flight.js";
 import { withDeadline } from "../util/deadline-signal.js";
 
 export interface HealerServiceDeps {
@@ -119,7 +119,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
             return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: vol.volumeId };
           }
         }
-        const secrets = await fetchStageSecrets(deps.resolver, vol);
+        const secrets = await fetchStageSecrets(deps.resolver, vol, signal);
         const publishContext = await fetchPublishContext(deps.resolver, vol, signal);
         const res = await deps.driver.call(
           VolumeHealerNodeService.nodeHealVolume,

@@ -81,11 +81,12 @@ export async function resolveVolume(
 export async function fetchStageSecrets(
   deps: Pick<ResolverDeps, "secrets">,
   vol: CsiVolume,
+  signal: AbortSignal,
   missing: (msg: string) => Error = failedPrecondition,
 ): Promise<Record<string, string>> {
   const ref = vol.secretRef;
   if (!ref) return {};
-  const data = await deps.secrets.get(ref.namespace, ref.name);
+  const data = await deps.secrets.get(ref.namespace, ref.name, signal);
   if (!data) throw missing(`stage secret ${ref.namespace}/${ref.name} of PersistentVolume ${vol.pvName} not found`);
   return data;
 }

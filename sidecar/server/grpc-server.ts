@@ -28,8 +28,14 @@ export interface GrpcServerDeps {
   logger: Logger;
 }
 
-/** Requests are tiny (a PV name); anything large is hostile. */
-const MAX_MESSAGE_BYTES = 64 * 1024;
+/**
+ * Upstream's (grpc-go's default): the upstream controllers send what it accepts, e.g. a
+ * CreateVolumeGroup of ~1000 volume ids or a fence's long CIDR list, well past 64 KiB, and retry a
+ * refusal forever. sidecar.v1 requests are tiny (a PV name) and would be safe at 64 KiB, but grpc-js
+ * takes this limit per server, not per service, and both kinds share this server; the cost is that a
+ * hostile client may make one call buffer up to 4 MiB (gzip bombs included) before it is refused.
+ */
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
   const server = new grpc.Server({

@@ -30,10 +30,15 @@ export function toStatus(err: unknown): MappedStatus {
   if (err instanceof DomainError) return { code: CODES[err.kind], details: err.message, unexpected: false };
   if (isServiceError(err)) return { code: err.code, details: err.details, unexpected: false };
   if (err instanceof KubeError) {
+    const said = `Kubernetes API: ${err.status || "unreachable"} ${err.reason}: ${err.message}`.replace(/\s+/g, " ");
+    // Refused by RBAC: the request is sound and the caller's rights are not in question (so neither
+    // INVALID_ARGUMENT nor PERMISSION_DENIED), nor is it a sidecar bug (INTERNAL). The deployment
+    // lacks a grant and no retry succeeds until an operator adds it, as with a missing stage secret.
+    if (err.status === 403) return { code: grpc.status.FAILED_PRECONDITION, details: `${said} (the sidecar's ServiceAccount lacks a grant)`, unexpected: false };
     const transient = err.status === 0 || err.status === 429 || err.status >= 500;
     return {
       code: transient ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL,
-      details: `Kubernetes API: ${err.status || "unreachable"} ${err.reason}: ${err.message}`.replace(/\s+/g, " "),
+      details: said,
       unexpected: !transient,
     };
   }

@@ -18,7 +18,7 @@ export function encryptionKeyRotationHandlers(deps: UpstreamDeps): { encryptionK
           // The driver chooses the new key (from its KMS); nobody passes key material through us.
           encryptionKey: "",
           parameters: vol.volumeContext,
-          secrets: await pvSecrets(deps, vol),
+          secrets: await pvSecrets(deps, vol, w.signal),
           volumeCapability: vol.capability,
         };
         await deps.driver.call(EncryptionKeyRotationControllerService.encryptionKeyRotate, request, w.deadline, w.signal);

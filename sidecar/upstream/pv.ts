@@ -24,6 +24,6 @@ export async function resolvePv(deps: UpstreamDeps, ctx: CallContext, pvName: st
 }
 
 /** nodeStageSecretRef's data, as upstream passes it for reclaim space and key rotation. */
-export function pvSecrets(deps: UpstreamDeps, vol: CsiVolume): Promise<Record<string, string>> {
-  return fetchStageSecrets(deps, vol, invalidArgument);
+export function pvSecrets(deps: UpstreamDeps, vol: CsiVolume, signal: AbortSignal): Promise<Record<string, string>> {
+  return fetchStageSecrets(deps, vol, signal, invalidArgument);
 }

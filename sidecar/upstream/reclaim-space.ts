@@ -25,7 +25,7 @@ export function reclaimSpaceHandlers(deps: UpstreamDeps): { controllerReclaimSpa
     controllerReclaimSpace: (req, ctx) =>
       relay(deps, ctx, NEEDS.reclaimOffline, async (w) => {
         const vol = await resolvePv(deps, ctx, req.pvName, w);
-        const request = { volumeId: vol.volumeId, parameters: vol.volumeContext, secrets: await pvSecrets(deps, vol) };
+        const request = { volumeId: vol.volumeId, parameters: vol.volumeContext, secrets: await pvSecrets(deps, vol, w.signal) };
         return usage(await deps.driver.call(ReclaimSpaceControllerService.controllerReclaimSpace, request, w.deadline, w.signal));
       }),
     nodeReclaimSpace: (req, ctx) =>
@@ -37,7 +37,7 @@ export function reclaimSpaceHandlers(deps: UpstreamDeps): { controllerReclaimSpa
           volumePath: "",
           stagingTargetPath: vol.stagingTargetPath,
           volumeCapability: vol.capability,
-          secrets: await pvSecrets(deps, vol),
+          secrets: await pvSecrets(deps, vol, w.signal),
         };
         return usage(await deps.driver.call(ReclaimSpaceNodeService.nodeReclaimSpace, request, w.deadline, w.signal));
       }),

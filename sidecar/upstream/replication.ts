@@ -1,6 +1,6 @@
 // proto.Replication → replication.Controller: replication_source (volume or group; the deprecated
 // volume_id of older controllers names a volume), replication_id, force and parameters as given,
-// the named Secret's data as secrets (INTERNAL when it cannot be read, as upstream).
+// the named Secret's data as secrets (INTERNAL when it is missing, as upstream).
 import {
   ControllerService,
   type GetReplicationDestinationInfoResponse as SpecDestinationResponse,
@@ -61,7 +61,7 @@ export function replicationHandlers(deps: UpstreamDeps): Handlers {
     (req, ctx) =>
       relay(deps, ctx, need, async (w) => {
         const source = sourceOf(req, ctx);
-        const secrets = await namedSecret(deps, ctx, req, "Internal");
+        const secrets = await namedSecret(deps, ctx, req, "Internal", w.signal);
         return work(req, { ...source, secrets }, w);
       });
   const call = <Req, Res>(def: MethodDef<Req, Res>, request: Req, w: Work) => deps.driver.call(def, request, w.deadline, w.signal);

@@ -1,5 +1,5 @@
 // proto.VolumeGroupController → volumegroup.Controller: names, ids and parameters as given, the
-// named Secret's data as secrets (INTERNAL when it cannot be read, as upstream); the driver's
+// named Secret's data as secrets (INTERNAL when it is missing, as upstream); the driver's
 // VolumeGroup comes back with its members reduced to their volume ids.
 import { ControllerService, type VolumeGroup as SpecGroup } from "../../proto/gen/volumegroup/volumegroup.js";
 import type * as up from "../../proto/gen/proto/volumegroup.js";
@@ -26,7 +26,7 @@ export function volumeGroupHandlers(deps: UpstreamDeps): Handlers {
     (req, ctx) =>
       relay(deps, ctx, NEEDS.volumeGroup, async (w) => {
         if (req.volumeGroupId) ctx.fields["volume_group_id"] = req.volumeGroupId;
-        return work(req, await namedSecret(deps, ctx, req, "Internal"), w);
+        return work(req, await namedSecret(deps, ctx, req, "Internal", w.signal), w);
       });
   const { createVolumeGroup, modifyVolumeGroupMembership, deleteVolumeGroup, controllerGetVolumeGroup } = ControllerService;
   return {

@@ -1,19 +1,41 @@
-// A small cache of in-flight-or-settled lookups: entries live `ttlMs`, the oldest goes first past
-// `maxEntries`, concurrent lookups of one key share one load, and a failed load is not kept.
+// A small cache of lookups: a value lives `ttlMs` from when its load began, the oldest goes first
+// past `maxEntries`, and neither a failed load nor a value `keep` refuses is kept (an absence cached
+// for the TTL would outlive the operator's fix). Concurrent lookups of one key share one load, as
+// the relay's identical requests share one driver call: a caller's signal ends only its own wait,
+// and the load is cancelled once no caller waits for it (it may hold what they held: a driver slot).
+import { DomainError } from "../errors.js";
+import { SingleFlight } from "./single-flight.js";
+
+/** A caller without a signal never leaves: a load it joined runs to its end. */
+const NEVER = new AbortController().signal;
+
 export class TtlCache<V> {
-  private readonly entries = new Map<string, { at: number; value: Promise<V> }>();
+  private readonly entries = new Map<string, { at: number; value: V }>();
+  private readonly loads = new SingleFlight<V>();
 
-  constructor(private readonly ttlMs: number, private readonly maxEntries: number) {}
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+    private readonly keep: (value: V) => boolean = () => true,
+  ) {}
 
-  get(key: string, load: () => Promise<V>): Promise<V> {
-    const now = Date.now();
+  get(key: string, load: (signal: AbortSignal) => Promise<V>, signal: AbortSignal = NEVER): Promise<V> {
+    // Gone already: no load started only to be cancelled.
+    if (signal.aborted) return Promise.reject(new DomainError("Cancelled", "call cancelled"));
     const hit = this.entries.get(key);
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
-    const value = load();
+    if (hit && Date.now() - hit.at < this.ttlMs) return Promise.resolve(hit.value);
+    return this.loads.do(key, signal, async (shared) => {
+      const at = Date.now();
+      const value = await load(shared);
+      if (this.keep(value)) this.remember(key, at, value);
+      return value;
+    });
+  }
+
+  private remember(key: string, at: number, value: V): void {
+    // Deleted first, so a key loaded again counts as the newest when the oldest must go.
     this.entries.delete(key);
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, { at: now, value });
-    value.catch(() => this.entries.get(key)?.value === value && this.entries.delete(key));
-    return value;
+    this.entries.set(key, { at, value });
   }
 }

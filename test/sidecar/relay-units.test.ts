@@ -5,7 +5,7 @@ import { getEventListeners } from "node:events";
 import { isDnsSubdomain, stagingPath, volumeAttachmentName, volumeInUseName } from "../../sidecar/relay/names.js";
 import { volumeCapability } from "../../sidecar/relay/capability.js";
 import { Limiter } from "../../sidecar/relay/limiter.js";
-import { SingleFlight } from "../../sidecar/relay/single-flight.js";
+import { SingleFlight } from "../../sidecar/util/single-flight.js";
 import { csiAddonsNodeName } from "../../sidecar/node/name.js";
 import { DomainError } from "../../sidecar/errors.js";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
@@ -196,6 +196,61 @@ test("TtlCache: shared loads, expiry, bounded size, failures not kept", async ()
   const expired = new TtlCache<number>(0, 10);
   await expired.get("k", load(6));
   assert.equal(await expired.get("k", load(7)), 7, "an expired entry is loaded again");
+});
+
+test("TtlCache: a caller that gives up leaves the shared load to the others; the load is cancelled, and forgotten, once every caller has left", async () => {
+  const { TtlCache } = await import("../../sidecar/util/ttl-cache.js");
+  const c = new TtlCache<string>(60_000, 10);
+  const loads: { signal: AbortSignal; resolve: (v: string) => void }[] = [];
+  const load = (signal: AbortSignal) => new Promise<string>((resolve, reject) => {
+    loads.push({ signal, resolve });
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+  });
+  const [a, b] = [new AbortController(), new AbortController()];
+  const first = c.get("k", load, a.signal);
+  const second = c.get("k", load, b.signal);
+  a.abort(new Error("first caller cancelled"));
+  await assert.rejects(first, { name: "CancelledError" }, "the caller that left is answered at once, as cancelled");
+  assert.equal(loads.length, 1, "one shared load");
+  assert.equal(loads[0]!.signal.aborted, false, "still wanted by the second caller");
+  loads[0]!.resolve("v");
+  assert.equal(await second, "v");
+  assert.equal(await c.get("k", load, AbortSignal.abort()).catch(() => "refused"), "refused", "an already-cancelled caller starts nothing");
+  assert.equal(await c.get("k", load), "v", "the value is kept");
+
+  const [x, y] = [new AbortController(), new AbortController()];
+  const both = [c.get("j", load, x.signal), c.get("j", load, y.signal)];
+  x.abort(new Error("x left"));
+  y.abort(new Error("y left"));
+  await Promise.allSettled(both);
+  assert.equal(loads[1]!.signal.aborted, true, "nobody wants it any more");
+  const again = c.get("j", load);
+  assert.equal(loads.length, 3, "the next lookup loads afresh instead of joining the cancelled load");
+  loads[2]!.resolve("w");
+  assert.equal(await again, "w");
+
+  // A caller without a signal never leaves: the load goes on for it.
+  const z = new AbortController();
+  const mixed = [c.get("m", load), c.get("m", load, z.signal)];
+  z.abort(new Error("z left"));
+  await assert.rejects(mixed[1]!);
+  assert.equal(loads[3]!.signal.aborted, false);
+  loads[3]!.resolve("m");
+  assert.equal(await mixed[0], "m");
+});
+
+test("TtlCache: a value the cache is told not to keep (an absent Secret) is looked up again", async () => {
+  const { TtlCache } = await import("../../sidecar/util/ttl-cache.js");
+  const c = new TtlCache<string | undefined>(60_000, 10, (v) => v !== undefined);
+  let loads = 0;
+  const found = [undefined, undefined, "now there"];
+  const load = () => Promise.resolve(found[loads++]);
+  assert.deepEqual(await Promise.all([c.get("s", load), c.get("s", load)]), [undefined, undefined], "concurrent lookups still share it");
+  assert.equal(loads, 1);
+  assert.equal(await c.get("s", load), undefined);
+  assert.equal(await c.get("s", load), "now there");
+  assert.equal(await c.get("s", load), "now there", "a found value is kept");
+  assert.equal(loads, 3);
 });
 
 test("TtlCache: an entry loaded again after it expired counts as the newest when the oldest must go", async (t) => {

@@ -41,9 +41,17 @@ test("toStatus: the Kubernetes API unreachable, throttling or failing is UNAVAIL
   }
   assert.equal(toStatus(new KubeError(0, "ConnectionRefused", "connect ECONNREFUSED")).details, "Kubernetes API: unreachable ConnectionRefused: connect ECONNREFUSED");
   assert.equal(toStatus(new KubeError(503, "ServiceUnavailable", "the\n  message")).details, "Kubernetes API: 503 ServiceUnavailable: the message", "whitespace folded to one line");
-  for (const status of [403, 404, 422, 499]) {
+  for (const status of [404, 422, 499]) {
     assert.deepEqual(toStatus(new KubeError(status, "Reason", "m")), { code: grpc.status.INTERNAL, details: `Kubernetes API: ${status} Reason: m`, unexpected: true });
   }
+});
+
+test("toStatus: the Kubernetes API refusing the sidecar (403) is FAILED_PRECONDITION, an RBAC grant missing, not a sidecar bug", () => {
+  assert.deepEqual(toStatus(new KubeError(403, "Forbidden", 'secrets "s" is forbidden')), {
+    code: grpc.status.FAILED_PRECONDITION,
+    details: `Kubernetes API: 403 Forbidden: secrets "s" is forbidden (the sidecar's ServiceAccount lacks a grant)`,
+    unexpected: false,
+  });
 });
 
 test("toStatus: anything else is INTERNAL without its text (it may hold what the caller must not see)", () => {

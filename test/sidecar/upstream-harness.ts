@@ -11,9 +11,11 @@ import * as reclaim from "../../proto/gen/proto/reclaimspace.js";
 import * as replication from "../../proto/gen/proto/replication.js";
 import * as vg from "../../proto/gen/proto/volumegroup.js";
 import { redactSecrets } from "../../driver-stub/call-log.js";
-import type { KubeApi } from "../kube/index.js";
+import { loadRbacRules, sidecarServiceAccount, type RbacRules } from "../deploy/rbac.js";
+import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub, type StubState } from "../support/driver-stub.js";
+import { NAMESPACE } from "../support/fixtures.js";
 import { call } from "../support/grpc.js";
 import { tempDir } from "../support/proc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
@@ -37,7 +39,8 @@ function clients(address: string) {
     controllerReclaimSpace: (pvName: string) => call(r, r.controllerReclaimSpace, { pvName }),
     nodeReclaimSpace: (pvName: string, deadlineMs?: number) => call(r, r.nodeReclaimSpace, { pvName }, { deadlineMs }),
     encryptionKeyRotate: (pvName: string) => call(k, k.encryptionKeyRotate, { pvName }),
-    fenceClusterNetwork: (req: Partial<fence.NetworkFenceRequest>) => call(f, f.fenceClusterNetwork, fence.NetworkFenceRequest.fromPartial(req)),
+    fenceClusterNetwork: (req: Partial<fence.NetworkFenceRequest>, deadlineMs?: number) =>
+      call(f, f.fenceClusterNetwork, fence.NetworkFenceRequest.fromPartial(req), { deadlineMs }),
     unFenceClusterNetwork: (req: Partial<fence.NetworkFenceRequest>) => call(f, f.unFenceClusterNetwork, fence.NetworkFenceRequest.fromPartial(req)),
     getFenceClients: (req: Partial<fence.FenceClientsRequest>) => call(f, f.getFenceClients, fence.FenceClientsRequest.fromPartial(req)),
     enable: (req: replication.DeepPartial<replication.EnableVolumeReplicationRequest>) =>
@@ -69,14 +72,34 @@ export interface UpstreamFixture {
   driverCalls(method: string): { request: any; code: string }[];
 }
 
+export interface UpstreamFixtureOptions {
+  /**
+   * Runs the sidecar as its deploy/ ServiceAccount against an API server that enforces RBAC, with
+   * these rules (derived from deploy/'s) instead of the admin's everything.
+   */
+  sidecarRules?: (deployed: RbacRules) => RbacRules;
+}
+
+/** The sidecar's ServiceAccount as the API server names it (with `sidecarRules`). */
+export const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
+const SIDECAR_TOKEN = "upstream-sidecar-sa-token-3e1f";
+
 /** Starts everything before the file's tests; afterwards checks the CSI socket saw no call and stops all. */
-export function upstreamFixture(objects: unknown[], state: StubState, sidecarArgs: string[] = []): UpstreamFixture {
+export function upstreamFixture(objects: unknown[], state: StubState, sidecarArgs: string[] = [], opts: UpstreamFixtureOptions = {}): UpstreamFixture {
   const fx = {} as UpstreamFixture;
   before(async () => {
-    fx.kube = await startTestKube(objects);
+    fx.kube = await startTestKube(objects, { requireRbac: opts.sidecarRules !== undefined });
+    let kubeconfig = fx.kube.kubeconfigPath;
+    if (opts.sidecarRules) {
+      fx.kube.auth.addToken(SIDECAR_TOKEN, { username: SIDECAR_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
+      const rules = opts.sidecarRules(loadRbacRules());
+      for (const r of rules.namespaced) fx.kube.auth.allow(SIDECAR_USER, { ...r, namespace: NAMESPACE });
+      for (const r of rules.cluster) fx.kube.auth.allow(SIDECAR_USER, { ...r });
+      kubeconfig = fx.kube.writeKubeconfig(SIDECAR_TOKEN, SIDECAR_USER);
+    }
     const dir = tempDir();
     fx.stub = await startDriverStub({ dir, state });
-    fx.sidecar = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: fx.kube.kubeconfigPath, args: sidecarArgs });
+    fx.sidecar = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig, args: sidecarArgs });
     await waitHealth(fx.sidecar, "SERVING");
     fx.up = clients(fx.sidecar.address);
     fx.driverCalls = (method) => fx.stub.calls({ server: "addons", method }) as { request: any; code: string }[];

@@ -49,6 +49,37 @@ describe("upstream NetworkFence, Replication and VolumeGroupController through t
     assert.deepEqual(c!.request, { parameters: { clusterID: "c1" }, secrets: logged(SECRETS) });
   });
 
+  test("GetFenceClients naming no Secret reads none and calls the driver without secrets (as upstream); the methods that always read one still refuse", async () => {
+    const reads = fx.kube.counters.get("get", "secrets");
+    const r = await fx.up.getFenceClients({ parameters: { clusterID: "c1" } });
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.deepEqual(r.value, { clients: [{ id: "fsid-1", cidrs: ["10.8.0.7/32"] }] });
+    const c = fx.driverCalls("/fence.FenceController/GetFenceClients").at(-1)!;
+    assert.deepEqual(c.request, { parameters: { clusterID: "c1" } }, "no secrets reach the driver");
+    assert.equal(fx.kube.counters.get("get", "secrets"), reads, "no Secret was read");
+    // Upstream reads the Secret unconditionally for these; an empty name is refused with its codes.
+    const before = fx.stub.calls({ server: "addons" }).length;
+    const none = { secretName: "", secretNamespace: "" };
+    assert.equal(code(await fx.up.fenceClusterNetwork({ ...none, cidrs: ["10.0.0.0/8"] })), "INVALID_ARGUMENT");
+    assert.equal(code(await fx.up.unFenceClusterNetwork({ ...none, cidrs: ["10.0.0.0/8"] })), "INVALID_ARGUMENT");
+    assert.equal(code(await fx.up.enable({ ...none, replicationSource: vol("vol-n") })), "INTERNAL");
+    assert.equal(code(await fx.up.createGroup({ ...none, name: "g-none" })), "INTERNAL");
+    assert.equal(fx.stub.calls({ server: "addons" }).length, before);
+  });
+
+  test("a Secret created after a call found it missing is read by the next call, well within --secret-cache-ttl", async () => {
+    const late = { secretName: "late-secret", secretNamespace: OPS_NS };
+    const req = { ...late, cidrs: ["10.7.0.0/24"] };
+    const r = await fx.up.fenceClusterNetwork(req);
+    assert.equal(code(r), "INVALID_ARGUMENT");
+    assert.match((r as { details: string }).details, /late-secret.*not found/);
+    await fx.kube.create(secret(OPS_NS, "late-secret", SECRETS));
+    assert.equal(code(await fx.up.fenceClusterNetwork(req)), "OK", "the operator's fix is seen at once");
+    const f = fx.driverCalls("/fence.FenceController/FenceClusterNetwork").at(-1)!;
+    assert.deepEqual(f.request, { secrets: logged(SECRETS), cidrs: [{ cidr: "10.7.0.0/24" }] });
+    assert.equal(code(await fx.up.unFenceClusterNetwork(req)), "OK");
+  });
+
   test("a fence whose Secret is missing or misnamed is INVALID_ARGUMENT (as upstream), and the driver is not called", async () => {
     const before = fx.stub.calls({ server: "addons" }).length;
     for (const s of [missing, { secretName: "", secretNamespace: OPS_NS }, { secretName: "ceph-secret", secretNamespace: "../kube-system" }]) {
@@ -155,6 +186,26 @@ describe("upstream NetworkFence, Replication and VolumeGroupController through t
     assert.deepEqual(d!.request, { volumeGroupId: "group-g1", secrets: logged(SECRETS) });
     assert.equal(code(await fx.up.getGroup({ ...named, volumeGroupId: "group-g1" })), "NOT_FOUND", "the driver's NOT_FOUND passes through");
     assert.equal(code(await fx.up.deleteGroup({ ...named, volumeGroupId: "" })), "INVALID_ARGUMENT", "the driver's refusal of a delete passes through");
+  });
+
+  test("volume groups of 1000 volumes (requests over 64 KiB) reach the driver; only one over 4 MiB, upstream's limit, is refused", async () => {
+    const ids = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `0001-0009-rook-ceph-0000000000000002-${tag}-${String(i).padStart(8, "0")}-4a4a-9d9d-5f0c7c1e`);
+    const thousand = ids(1000, "a");
+    const created = await fx.up.createGroup({ ...named, name: "g-big", parameters: { pool: "rbd" }, volumeIds: thousand });
+    assert.ok(created.ok, JSON.stringify(created).slice(0, 300));
+    assert.deepEqual(created.value.volumeGroup?.volumeIds, thousand);
+    const [c] = fx.driverCalls("/volumegroup.Controller/CreateVolumeGroup").filter((x) => x.request.name === "g-big");
+    assert.deepEqual(c?.request.volumeIds, thousand, "every id reached the driver");
+    const more = [...thousand, ...ids(200, "b")];
+    const modified = await fx.up.modifyGroup({ ...named, volumeGroupId: "group-g-big", volumeIds: more });
+    assert.ok(modified.ok, JSON.stringify(modified).slice(0, 300));
+    assert.deepEqual(fx.driverCalls("/volumegroup.Controller/ModifyVolumeGroupMembership").at(-1)?.request.volumeIds, more);
+
+    const before = fx.stub.calls({ server: "addons" }).length;
+    const huge = await fx.up.createGroup({ ...named, name: "g-huge", volumeIds: ids(70_000, "c") });
+    assert.equal(code(huge), "RESOURCE_EXHAUSTED");
+    assert.equal(fx.stub.calls({ server: "addons" }).length, before);
+    assert.equal(code(await fx.up.deleteGroup({ ...named, volumeGroupId: "group-g-big" })), "OK");
   });
 
   test("volume groups: a missing Secret is INTERNAL (as upstream) and the driver is not called", async () => {
