@@ -1,7 +1,8 @@
 // Wires the parts together and owns their lifecycle; main.ts only adds process concerns.
 // Data flows one way: informers → plan → queue → sidecar calls → report.
-// Shutdown order: not ready → stop acting (cancel passes, release leadership) → write the queued
-// Events (bounded) → stop informers → close sidecar channels → close the HTTP endpoint.
+// Shutdown order: not ready → stop acting (no new heals; calls in flight get --shutdown-grace to
+// answer, then are cancelled; then release leadership) → write the queued Events (bounded) → stop
+// informers → close sidecar channels → close the HTTP endpoint.
 import type { Server as HttpServer } from "node:http";
 import { startHttpServer } from "../common/http/probes.js";
 import type { Logger } from "../common/log/logger.js";
@@ -101,7 +102,7 @@ export async function startController(config: Config, logger: Logger): Promise<C
     httpPort,
     async shutdown() {
       stopping = true;
-      healer.close();
+      await healer.close(config.shutdownGraceMs);
       await elector?.stop();
       await events.flush(EVENTS_FLUSH_MS);
       cluster.stop();

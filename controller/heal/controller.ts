@@ -2,7 +2,8 @@
 // not handled yet → a pass over every volume of that node (ALWAYS, or IF_ABNORMAL on first
 // sight), then the marker is recorded on the object; between restarts a jittered periodic
 // IF_ABNORMAL pass per sidecar. A newer trigger for a node supersedes older work of that node.
-// Only the leader acts; losing leadership drops all work (the next leader reads the markers).
+// Only the leader acts; losing leadership drops all work, calls in flight included (the next leader
+// reads the markers), and what it exported as the leader (connection states, abnormal volumes).
 import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
 import type { ClusterView, KubeWrites } from "../kube/api.js";
@@ -36,6 +37,7 @@ export class HealController {
   private readonly nodes = new Map<string, NodeState>();
   private generation = 0;
   private leading = false;
+  private closed = false;
   private readonly listener = (type: "add" | "update" | "delete", s: SidecarInfo) => this.onSidecar(type, s);
 
   constructor(private readonly deps: HealControllerDeps) {
@@ -44,13 +46,13 @@ export class HealController {
 
   /** Leadership gained (or no election): act on every sidecar the caches know. */
   lead(): void {
-    if (this.leading) return;
+    if (this.leading || this.closed) return;
     this.leading = true;
     this.deps.metrics.leader.set(1);
     for (const s of this.deps.view.sidecars()) this.onSidecar("add", s);
   }
 
-  /** Leadership lost or shutdown: cancel every pass and timer; in-flight calls end with their deadline. */
+  /** Leadership lost: cancel every pass, its calls in flight and every timer; a standby reports no leader's numbers. */
   unlead(): void {
     this.leading = false;
     this.deps.metrics.leader.set(0);
@@ -60,11 +62,32 @@ export class HealController {
     }
     this.nodes.clear();
     this.deps.pass.queue.clear();
+    this.deps.pass.pool.close();
+    this.deps.metrics.volumesAbnormal.reset();
   }
 
-  close(): void {
-    this.unlead();
+  /**
+   * Shutdown: nothing new starts; calls in flight get up to `graceMs` to answer (their answers are
+   * reported), then are cancelled. The caller releases leadership only after this, so that no other
+   * replica heals while these calls may still run.
+   */
+  async close(graceMs = 0): Promise<void> {
+    this.closed = true;
     this.deps.view.off("sidecar", this.listener);
+    this.leading = false;
+    // Kept here: a stopped pass leaves its node's state at once, its calls in flight do not.
+    const stopped: HealPass[] = [];
+    for (const st of this.nodes.values()) {
+      if (st.pass) stopped.push(st.pass);
+      st.pass?.stop();
+      clearTimeout(st.timer);
+    }
+    this.deps.pass.queue.clear();
+    const graceOver = new AbortController();
+    await Promise.race([this.deps.pass.queue.idle(), delay(graceMs, graceOver.signal)]);
+    graceOver.abort();
+    for (const pass of stopped) pass.cancel();
+    this.unlead();
   }
 
   private state(key: string): NodeState {
@@ -81,6 +104,8 @@ export class HealController {
       clearTimeout(st?.timer);
       this.nodes.delete(s.key);
       this.deps.pass.pool.forget(s.key);
+      // Else an alert on this node's abnormal volumes would never clear.
+      this.deps.metrics.volumesAbnormal.remove({ driver: s.driver, node: s.nodeId });
       return;
     }
     const st = this.state(s.key);
@@ -105,6 +130,11 @@ export class HealController {
         // Not opted in: leave the object alone (no marker written), just do not ask again.
         this.deps.logger.info("sidecar left alone", { sidecar: s.key, reason: summary.skipped });
         return;
+      }
+      if (summary.unchecked) {
+        // Recorded all the same: the marker is what makes this sidecar's next restart an ALWAYS heal.
+        this.deps.logger.info("first sight not checked", { sidecar: s.key, node: s.nodeId, marker: d.marker, reason: summary.unchecked });
+        return this.writeMarker(s, d.marker, st);
       }
       if (d.trigger === "restart") this.deps.metrics.restartHealSeconds.observe({ driver: s.driver }, (Date.now() - since) / 1000);
       this.deps.logger.info("restart heal done", { sidecar: s.key, node: s.nodeId, marker: d.marker, answers: Object.fromEntries(countAnswers(summary)), seconds: (Date.now() - since) / 1000 });
@@ -134,7 +164,8 @@ export class HealController {
     const pass = new HealPass(this.deps.pass, { sidecar: s, pvs: this.deps.view.volumesOf(s), mode, trigger, generation, priority });
     st.pass = pass;
     void pass.done.then((summary) => {
-      if (summary.completed && !summary.skipped) this.deps.metrics.volumesAbnormal.set({ driver: s.driver, node: s.nodeId }, summary.abnormal);
+      if (!summary.completed || summary.skipped || summary.unchecked || !this.leading || this.nodes.get(s.key) !== st) return;
+      this.deps.metrics.volumesAbnormal.set({ driver: s.driver, node: s.nodeId }, summary.abnormal);
     });
     return pass.start();
   }

@@ -1,8 +1,9 @@
 // One pass over the volumes of one sidecar: wait until the sidecar is reachable and SERVING,
 // check that its driver opted in (VolumeHealer capabilities), then one HealVolume per volume
-// through the work queue, retried by status code with backoff and jitter. A pass that must not
-// lose a heal (restart, first sight) never gives up on a retryable answer: after maxAttempts it
-// waits for the sidecar again and goes on.
+// through the work queue, retried by status code with backoff and jitter. A volume that keeps
+// failing is given up after maxAttempts, so that its pass ends (the marker is written, periodic
+// checks resume and heal it later). Only a sidecar that is down or busy keeps a pass that must not
+// lose a heal (restart, first sight) going: after each maxAttempts it waits for the sidecar again.
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
@@ -47,6 +48,8 @@ export interface PassSummary {
   completed: boolean;
   /** Set when the driver has not opted in: nothing was called. */
   skipped?: string;
+  /** Set when a first sight could not check (the driver heals but has no health check): nothing was called. */
+  unchecked?: string;
   /** Final answer per PV: a result (HEALED, NOT_NEEDED, NOT_HEALABLE) or a status code name. */
   answers: Map<string, string>;
   /** Volumes whose health after the answer was ABNORMAL. */
@@ -58,7 +61,10 @@ const PROBE_TIMEOUT_MS = 5_000;
 export class HealPass {
   readonly done: Promise<PassSummary>;
   private resolveDone!: (s: PassSummary) => void;
+  /** The pass ended: no more waiting, retries or new calls. */
   private readonly abort = new AbortController();
+  /** Calls in flight are cancelled too (only cancel(); stop() lets them answer). */
+  private readonly calls = new AbortController();
   private readonly answers = new Map<string, string>();
   private abnormal = 0;
   private conn: SidecarConnection | undefined;
@@ -82,8 +88,14 @@ export class HealPass {
     return this;
   }
 
-  /** Ends the pass; finish() aborts what it is waiting for and its calls in flight. */
+  /** Ends the pass and cancels its calls in flight: what they would answer is no longer wanted. */
   cancel(): void {
+    this.finish({ completed: false });
+    this.calls.abort();
+  }
+
+  /** Ends the pass, but its calls in flight may still answer (and are reported) until cancel(). */
+  stop(): void {
     this.finish({ completed: false });
   }
 
@@ -91,29 +103,34 @@ export class HealPass {
     const caps = await this.waitReady();
     if (!caps) return;
     if (!canRun(this.spec.mode, caps)) {
+      // Left unhandled, this sidecar's next restart would be a first sight again, never an ALWAYS heal.
+      if (caps.healVolume && this.spec.trigger === "first-sight") {
+        return this.finish({ completed: true, unchecked: `driver ${this.spec.sidecar.driver} does not offer VolumeHealer GET_VOLUME_HEALTH` });
+      }
       const need = this.spec.mode === "ALWAYS" ? "HEAL_VOLUME" : "HEAL_VOLUME and GET_VOLUME_HEALTH";
       return this.finish({ completed: true, skipped: `driver ${this.spec.sidecar.driver} does not offer VolumeHealer ${need}` });
     }
     if (this.spec.pvs.length === 0) return this.finish({ completed: true });
-    for (const pv of this.spec.pvs) this.enqueue(pv, 1);
+    for (const pv of this.spec.pvs) this.enqueue(pv, 1, 0);
   }
 
-  private enqueue(pv: PvInfo, attempt: number): void {
+  /** `failures`: the volume's failed attempts so far that were not the sidecar being down or busy. */
+  private enqueue(pv: PvInfo, attempt: number, failures: number): void {
     if (this.abort.signal.aborted) return;
     const { sidecar, priority, generation } = this.spec;
-    this.deps.queue.add({ nodeKey: sidecar.key, priority, generation, run: () => this.attempt(pv, attempt), dropped: () => {} });
+    this.deps.queue.add({ nodeKey: sidecar.key, priority, generation, run: () => this.attempt(pv, attempt, failures), dropped: () => {} });
   }
 
-  private async attempt(pv: PvInfo, attempt: number): Promise<void> {
+  private async attempt(pv: PvInfo, attempt: number, failures: number): Promise<void> {
     if (this.abort.signal.aborted) return;
     const conn = this.conn;
     // The sidecar is being looked up again: wait for it outside the queue, holding no slot.
-    if (!conn) return void this.retryLater(pv, attempt, 0, undefined);
+    if (!conn) return void this.retryLater(pv, attempt, failures, 0, undefined);
     const { sidecar, mode, trigger } = this.spec;
     const t0 = Date.now();
     const base = { sidecar, pv, trigger, mode, attempt };
     try {
-      const a = await conn.heal(pv.name, mode, this.deps.retry.healTimeoutMs);
+      const a = await conn.heal(pv.name, mode, this.deps.retry.healTimeoutMs, this.calls.signal);
       this.deps.reporter.outcome({ ...base, durationMs: Date.now() - t0, result: a.result, health: a.health, message: a.message });
       this.settle(pv.name, a.result, a.health === "ABNORMAL");
     } catch (err) {
@@ -121,24 +138,33 @@ export class HealPass {
       const result = status[code] ?? String(code);
       const message = err instanceof CallError ? err.details : (err as Error).message;
       const outcome = { ...base, durationMs: Date.now() - t0, result, message };
+      if (this.calls.signal.aborted) {
+        // This side gave the call up (superseded, not leading, sidecar gone, shutdown grace over): no answer about the volume.
+        this.deps.logger.info("heal cancelled", { node: sidecar.nodeId, sidecar: sidecar.key, pv: pv.name, trigger, mode, attempt, result, duration: outcome.durationMs / 1000 });
+        return;
+      }
       if (!isRetryable(code) || this.abort.signal.aborted) {
         this.deps.reporter.outcome(outcome);
         return this.settle(pv.name, result, false);
       }
       const { maxAttempts, initialMs, maxMs } = this.deps.retry;
-      const inRound = ((attempt - 1) % maxAttempts) + 1;
-      if (inRound >= maxAttempts && !this.persistent) {
+      const sidecarDown = code === status.UNAVAILABLE || code === status.RESOURCE_EXHAUSTED;
+      const failed = failures + (sidecarDown ? 0 : 1);
+      // A pass that must not lose a heal waits out a sidecar that is down or busy, but not a volume
+      // that keeps failing: that would hold the pass (its marker, the node's periodic checks) forever.
+      if (this.persistent ? failed >= maxAttempts : attempt >= maxAttempts) {
         this.deps.reporter.outcome(outcome);
         return this.settle(pv.name, result, false);
       }
+      const inRound = ((attempt - 1) % maxAttempts) + 1;
       const wait = backoffMs(inRound, initialMs, maxMs, this.deps.random);
       this.deps.reporter.outcome({ ...outcome, retryInMs: wait });
-      void this.retryLater(pv, attempt + 1, wait, code === status.UNAVAILABLE || inRound >= maxAttempts ? conn : undefined);
+      void this.retryLater(pv, attempt + 1, failed, wait, code === status.UNAVAILABLE || inRound >= maxAttempts ? conn : undefined);
     }
   }
 
   /** After `waitMs`, queues the attempt again; first looks the sidecar up again when `failed` was unreachable. */
-  private async retryLater(pv: PvInfo, attempt: number, waitMs: number, failed: SidecarConnection | undefined): Promise<void> {
+  private async retryLater(pv: PvInfo, attempt: number, failures: number, waitMs: number, failed: SidecarConnection | undefined): Promise<void> {
     await delay(waitMs, this.abort.signal);
     // An unreachable sidecar may have moved (new pod IP, new port). The first retry that finds
     // the failed connection still current starts a new lookup; the others join it.
@@ -147,7 +173,7 @@ export class HealPass {
       this.ready = undefined;
     }
     if (!this.conn && !(await this.waitReady())) return;
-    this.enqueue(pv, attempt);
+    this.enqueue(pv, attempt, failures);
   }
 
   /** Resolves the sidecar and waits until it is SERVING; undefined when the pass ended meanwhile. */
@@ -166,10 +192,15 @@ export class HealPass {
         return undefined;
       }
       let why: string;
+      // After each await: a pass that ended may be for a sidecar the pool has forgotten (deleted),
+      // and a state set for it then would stay forever.
       try {
         const conn = await pool.resolve(s, signal);
-        if (await conn.serving(PROBE_TIMEOUT_MS)) {
+        const serving = await conn.serving(PROBE_TIMEOUT_MS);
+        if (signal.aborted) break;
+        if (serving) {
           const caps = await conn.capabilities(PROBE_TIMEOUT_MS);
+          if (signal.aborted) break;
           pool.setState(s.key, "serving");
           this.conn = conn;
           return caps;
@@ -177,6 +208,7 @@ export class HealPass {
         pool.setState(s.key, "not_serving");
         why = `not SERVING at ${conn.address}`;
       } catch (err) {
+        if (signal.aborted) break;
         pool.setState(s.key, "unresolved");
         why = (err as Error).message;
       }

@@ -1,6 +1,7 @@
 // One channel to one sidecar, with the three things the controller asks it: is it SERVING
 // (grpc.health.v1), what can its driver do (identity.Identity/GetCapabilities, relayed from the
-// driver), and HealVolume. Every call carries a deadline and the bearer token.
+// driver), and HealVolume. Every call carries a deadline and the bearer token; a heal can also be
+// cancelled (its pass was superseded, or this replica stopped leading) instead of running to its deadline.
 import * as grpc from "@grpc/grpc-js";
 import { HealthCheckResponse_ServingStatus as ServingStatus, HealthClient } from "../../proto/gen/grpc/health/v1/health.js";
 import { IdentityClient, type GetCapabilitiesResponse } from "../../proto/gen/identity/identity.js";
@@ -60,11 +61,14 @@ export class SidecarConnection {
     return { healVolume: types.includes(HealerType.HEAL_VOLUME), getVolumeHealth: types.includes(HealerType.GET_VOLUME_HEALTH) };
   }
 
-  async heal(pvName: string, mode: Mode, timeoutMs: number): Promise<HealAnswer> {
+  /** An aborted `signal` cancels the call: it ends with a CallError CANCELLED, and the sidecar sees it cancelled. */
+  async heal(pvName: string, mode: Mode, timeoutMs: number, signal?: AbortSignal): Promise<HealAnswer> {
     const res: HealVolumeResponse = await this.call(
       this.healer.healVolume.bind(this.healer),
       { pvName, mode: mode === "ALWAYS" ? HealVolumeRequest_Mode.ALWAYS : HealVolumeRequest_Mode.IF_ABNORMAL },
       timeoutMs,
+      true,
+      signal,
     );
     const result = NodeHealVolumeResponse_Result[res.result] as HealAnswer["result"] | undefined;
     return { result: result ?? "RESULT_UNKNOWN", health: VolumeHealth_State[res.health?.state ?? 0] ?? "STATE_UNKNOWN", message: res.message };
@@ -75,9 +79,10 @@ export class SidecarConnection {
     this.healer.close();
   }
 
-  private call<Req, Res>(method: Unary<Req, Res>, req: Req, timeoutMs: number, withToken = true): Promise<Res> {
+  private call<Req, Res>(method: Unary<Req, Res>, req: Req, timeoutMs: number, withToken = true, signal?: AbortSignal): Promise<Res> {
     const md = new grpc.Metadata();
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(new CallError(grpc.status.CANCELLED, "cancelled before it was sent"));
       let token: string | undefined;
       try {
         token = withToken ? this.token() : undefined;
@@ -85,7 +90,13 @@ export class SidecarConnection {
         return reject(new CallError(grpc.status.UNAUTHENTICATED, (err as Error).message));
       }
       if (token) md.set("authorization", `Bearer ${token}`);
-      method(req, md, { deadline: Date.now() + timeoutMs }, (err, res) => (err ? reject(new CallError(err.code, err.details)) : resolve(res)));
+      const cancel = () => call.cancel();
+      const call = method(req, md, { deadline: Date.now() + timeoutMs }, (err, res) => {
+        signal?.removeEventListener("abort", cancel);
+        if (err) reject(new CallError(err.code, err.details));
+        else resolve(res);
+      });
+      signal?.addEventListener("abort", cancel, { once: true });
     });
   }
 }

@@ -28,6 +28,8 @@ export class SidecarPool {
       address = ep.address;
     } else {
       const ip = await this.kube.podIP(ep.namespace, ep.pod, signal);
+      // Aborted meanwhile, the sidecar may be forgotten already: a connection kept now would never be closed.
+      signal.throwIfAborted();
       if (!ip) throw new Error(`pod ${ep.namespace}/${ep.pod} has no IP yet`);
       address = hostPort(ip, ep.port);
     }
@@ -56,7 +58,10 @@ export class SidecarPool {
     this.states.delete(key);
   }
 
+  /** Every channel closed and every state forgotten, including sidecars that never got a channel. */
   close(): void {
-    for (const key of [...this.conns.keys()]) this.forget(key);
+    for (const { conn } of this.conns.values()) conn.close();
+    this.conns.clear();
+    this.states.clear();
   }
 }

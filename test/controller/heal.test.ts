@@ -2,11 +2,14 @@
 // waiting for the sidecar, capability opt-in), with plain fakes for the sidecar connection.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import * as grpc from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import { WorkQueue, type WorkItem } from "../../controller/heal/queue.js";
 import { HealPass, type PassDeps } from "../../controller/heal/pass.js";
-import { CallError, type HealAnswer } from "../../controller/sidecars/connection.js";
-import type { HealOutcome } from "../../controller/report/reporter.js";
+import { CallError, type HealAnswer, type SidecarConnection } from "../../controller/sidecars/connection.js";
+import { SidecarPool } from "../../controller/sidecars/pool.js";
+import { Reporter, type HealOutcome } from "../../controller/report/reporter.js";
+import type { EventRecorder } from "../../controller/report/events.js";
 import type { PvInfo, SidecarInfo, Trigger } from "../../controller/plan/types.js";
 import { createLogger } from "../../common/log/logger.js";
 import { waitFor } from "../support/wait.js";
@@ -202,6 +205,8 @@ const PVS: PvInfo[] = ["pv-1", "pv-2"].map((name) => ({ name, uid: name, driver:
 interface Fake {
   deps: PassDeps;
   calls: string[];
+  /** The signal each HealVolume was given, in call order. */
+  signals: (AbortSignal | undefined)[];
   outcomes: HealOutcome[];
   /** How often the sidecar was looked up (pool.resolve). */
   resolves: () => number;
@@ -221,29 +226,47 @@ function fake(
 ): Fake {
   let resolves = 0;
   const calls: string[] = [];
+  const signals: (AbortSignal | undefined)[] = [];
   const outcomes: HealOutcome[] = [];
   const conn = {
     address: "fake",
     serving: async () => (o.serving ? o.serving() : true),
     capabilities: async () => o.caps ?? { healVolume: true, getVolumeHealth: true },
-    heal: async (pv: string) => {
+    heal: async (pv: string, _mode: string, _timeoutMs: number, signal?: AbortSignal) => {
       calls.push(pv);
-      await o.hold?.(pv);
+      signals.push(signal);
+      if (o.hold) await cancellable(o.hold(pv), signal);
       const a = answers(pv, calls.filter((c) => c === pv).length);
       if (typeof a === "number") throw new CallError(a, "fake");
       return a;
     },
   };
+  // A real pool (connection states, forget, close) whose every lookup finds the fake connection.
+  const pool = new SidecarPool({ podIP: async () => undefined }, { credentials: grpc.credentials.createInsecure(), options: {} }, () => undefined);
+  pool.resolve = async () => (resolves++, conn as unknown as SidecarConnection);
   const deps: PassDeps = {
     queue: o.queue ?? new WorkQueue({ perNode: 4, global: 4 }),
-    pool: { resolve: async () => (resolves++, conn), setState: () => {}, forget: () => {} } as unknown as PassDeps["pool"],
+    pool,
     latest: () => SIDECAR,
     reporter: { outcome: (x: HealOutcome) => outcomes.push(x) } as unknown as PassDeps["reporter"],
     logger: createLogger("error", "json"),
     retry: { maxAttempts: 3, initialMs: 1, maxMs: 5, healTimeoutMs: 1000, ...o.retry },
   };
-  return { deps, calls, outcomes, resolves: () => resolves };
+  return { deps, calls, signals, outcomes, resolves: () => resolves };
 }
+
+/** A held call ends as grpc-js ends a call whose signal aborts: CANCELLED. */
+function cancellable(held: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return held;
+  return new Promise((resolve, reject) => {
+    const cancelled = () => reject(new CallError(status.CANCELLED, "Cancelled on client"));
+    if (signal.aborted) return cancelled();
+    signal.addEventListener("abort", cancelled, { once: true });
+    held.then(resolve, reject);
+  });
+}
+
+const NEVER = () => new Promise<void>(() => {});
 
 const HEALED: HealAnswer = { result: "HEALED", health: "HEALTHY", message: "" };
 const run = (f: Fake, trigger: Trigger = "restart") =>
@@ -308,7 +331,7 @@ test("pass: a sidecar that is not SERVING yet is asked again after the backoff, 
   for (let i = 1; i < probes.length; i++) assert.ok(probes[i]! - probes[i - 1]! >= 45, `probe ${i + 1} came ${probes[i]! - probes[i - 1]!} ms after the one before`);
 });
 
-test("pass: a periodic pass gives up after maxAttempts; a restart pass never loses the heal", async () => {
+test("pass: a periodic pass gives up after maxAttempts; a restart pass waits for a sidecar that is down or busy however long it takes", async () => {
   const periodic = fake(() => status.UNAVAILABLE);
   const p = await run(periodic, "periodic");
   assert.equal(p.answers.get("pv-1"), "UNAVAILABLE");
@@ -320,10 +343,47 @@ test("pass: a periodic pass gives up after maxAttempts; a restart pass never los
   ], "the last attempt reported too, as final");
   assert.equal(p.abnormal, 0, "a volume whose sidecar never answered is not counted abnormal");
 
-  const restart = fake((_pv, n) => (n <= 7 ? status.RESOURCE_EXHAUSTED : HEALED));
+  const down = [status.ABORTED, status.UNAVAILABLE, status.UNAVAILABLE, status.ABORTED, status.RESOURCE_EXHAUSTED];
+  const restart = fake((pv, n) => (pv === "pv-1" ? (n <= 7 ? [status.UNAVAILABLE, status.RESOURCE_EXHAUSTED][n % 2]! : HEALED) : (down[n - 1] ?? HEALED)));
   const r = await run(restart);
   assert.equal(r.answers.get("pv-1"), "HEALED");
   assert.equal(restart.calls.filter((c) => c === "pv-1").length, 8, "past maxAttempts (3), after waiting for the sidecar again");
+  assert.equal(r.answers.get("pv-2"), "HEALED", "only the volume's own failures (2 ABORTED) count against maxAttempts, not the sidecar being down");
+  assert.equal(restart.calls.filter((c) => c === "pv-2").length, 6);
+});
+
+test("pass: a restart pass gives a volume that keeps failing up after maxAttempts, reported as final, so the pass completes", async (t) => {
+  const f = fake((pv) => (pv === "pv-1" ? status.ABORTED : status.DEADLINE_EXCEEDED));
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start();
+  t.after(() => pass.cancel());
+  let sum: Awaited<typeof pass.done> | undefined;
+  void pass.done.then((s) => (sum = s));
+  await waitFor("the restart pass to complete", () => sum, { timeoutMs: 5_000 });
+  assert.equal(sum!.completed, true);
+  assert.deepEqual([...sum!.answers].sort(), [["pv-1", "ABORTED"], ["pv-2", "DEADLINE_EXCEEDED"]]);
+  assert.deepEqual(f.outcomes.filter((x) => x.pv.name === "pv-1").map((x) => [x.attempt, x.result, x.retryInMs !== undefined]), [
+    [1, "ABORTED", true],
+    [2, "ABORTED", true],
+    [3, "ABORTED", false],
+  ], "the last attempt reported as final");
+  assert.equal(f.calls.filter((c) => c === "pv-2").length, 3);
+});
+
+test("pass: cancel() cancels its heals in flight; a cancelled call is logged, not reported as a failure", async () => {
+  const f = fake(() => HEALED, { hold: NEVER });
+  const { lines, logger } = captureLogger("info");
+  f.deps.logger = logger;
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start();
+  await waitFor("both heals in flight", () => f.calls.length === 2);
+  pass.cancel();
+  assert.equal((await pass.done).completed, false);
+  assert.ok(f.signals.every((s) => s?.aborted), "each call's signal aborted");
+  await waitFor("both calls ended", () => lines.filter((l) => l["message"] === "heal cancelled").length === 2, { timeoutMs: 5_000 });
+  assert.deepEqual(f.outcomes, [], "no answer to report: no failure, no metric, no Event");
+  assert.deepEqual(lines.filter((l) => l["message"] === "heal cancelled").map((l) => [l["pv"], l["result"], l["trigger"]]).sort(), [
+    ["pv-1", "CANCELLED", "restart"],
+    ["pv-2", "CANCELLED", "restart"],
+  ]);
 });
 
 test("pass: waits until the sidecar is SERVING before the first call", async () => {
@@ -394,7 +454,7 @@ function controllerOf(f: Fake, sidecar: SidecarInfo, patch: (marker: string) => 
     volumesOf: (s: SidecarInfo) => (s.key === sidecar.key ? PVS : PVS.map((pv) => ({ ...pv, name: `${s.name}-${pv.name}` }))),
     pv: () => undefined,
   }) as unknown as ClusterView;
-  const metrics = createMetrics(() => ({}));
+  const metrics = createMetrics(() => f.deps.pool.countByState());
   const { lines, logger } = captureLogger("info");
   const kube = { patchCSIAddonsNodeAnnotation: async (_ns: string, _name: string, _key: string, marker: string) => patch(marker) };
   const c = new HealController({
@@ -418,7 +478,7 @@ function controllerOf(f: Fake, sidecar: SidecarInfo, patch: (marker: string) => 
     view.emit("sidecar", "delete", s);
   };
   const timedRestarts = async () => (await metrics.restartHealSeconds.get()).values.find((v) => v.metricName === "csi_addons_healer_restart_heal_duration_seconds_count")?.value ?? 0;
-  return { c, view, set, update, remove, lookups, timedRestarts, lines };
+  return { c, view, set, update, remove, lookups, timedRestarts, lines, metrics };
 }
 
 test("controller: a first sight is checked and its marker recorded but not timed as a restart; a restart is; close() stops listening", async (t) => {
@@ -550,4 +610,148 @@ test("controller: a newer restart drops the older pass's heals still waiting in 
   await waitFor("the newer marker recorded", () => patched.length === 1);
   assert.deepEqual(patched, [`pod-1+${restartedAt}`]);
   assert.deepEqual(f.calls, ["pv-1", "pv-1", "pv-2"]);
+});
+
+test("controller: a driver that heals but cannot check has its first sight recorded with nothing called, so its next restart is healed; one without HEAL_VOLUME is left alone", async (t) => {
+  const f = fake(() => HEALED, { caps: { healVolume: true, getVolumeHealth: false } });
+  const patched: string[] = [];
+  const first = { [CREATED_BY_POD_UID]: "pod-1" };
+  const { c, update, lines } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the first-sight marker recorded", () => patched.length === 1, { timeoutMs: 5_000 });
+  assert.deepEqual(f.calls, [], "nothing to check with");
+  assert.deepEqual(lines.filter((l) => l["message"] === "first sight not checked").map((l) => l["reason"]), ["driver drv does not offer VolumeHealer GET_VOLUME_HEALTH"]);
+  update({ ...first, [HANDLED_RESTART]: patched[0]!, [DRIVER_RESTARTED_AT]: "2026-12-03T00:00:00Z" });
+  await waitFor("the restart's marker recorded", () => patched.length === 2);
+  assert.deepEqual(f.outcomes.map((x) => [x.pv.name, x.trigger, x.mode, x.result]).sort(), [
+    ["pv-1", "restart", "ALWAYS", "HEALED"],
+    ["pv-2", "restart", "ALWAYS", "HEALED"],
+  ]);
+
+  const none = fake(() => HEALED, { caps: { healVolume: false, getVolumeHealth: true } });
+  const untouched: string[] = [];
+  const alone = controllerOf(none, { ...SIDECAR, annotations: first }, async (m) => void untouched.push(m));
+  t.after(() => alone.c.close());
+  alone.c.lead();
+  await waitFor("the sidecar left alone", () => alone.lines.some((l) => l["message"] === "sidecar left alone"));
+  assert.deepEqual(untouched, [], "no marker on an object whose driver has not opted in");
+  assert.deepEqual(none.calls, []);
+});
+
+test("controller: a restart pass whose volume keeps answering ABORTED completes after maxAttempts: VolumeHealFailed, marker recorded, periodic checks resume", async (t) => {
+  const f = fake((pv) => (pv === "pv-1" ? status.ABORTED : HEALED));
+  const events: string[][] = [];
+  const recorder = { volume: (pv: PvInfo, type: string, reason: string) => events.push([pv.name, type, reason]) } as unknown as EventRecorder;
+  f.deps.reporter = new Reporter(createLogger("error", "json"), createMetrics(() => ({})), recorder);
+  const patched: string[] = [];
+  const restarted = { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-03T00:00:00Z" };
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: restarted }, async (m) => void patched.push(m), { checkIntervalMs: 100, random: () => 0.5 });
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the restart's marker recorded", () => patched.length === 1, { timeoutMs: 5_000 });
+  assert.deepEqual(patched, ["pod-1+2026-12-03T00:00:00Z"]);
+  assert.equal(f.calls.filter((x) => x === "pv-1").length, 3, "maxAttempts");
+  assert.deepEqual(events.filter(([pv]) => pv === "pv-1"), [["pv-1", "Warning", "VolumeHealFailed"]]);
+  await waitFor("a periodic check of the node", () => f.calls.filter((x) => x === "pv-2").length >= 2, { timeoutMs: 5_000 });
+});
+
+test("controller: losing leadership cancels heals in flight; they are not reported", async (t) => {
+  const f = fake(() => HEALED, { hold: NEVER });
+  const { lines, logger } = captureLogger("info");
+  f.deps.logger = logger;
+  const patched: string[] = [];
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("both heals in flight", () => f.calls.length === 2);
+  c.unlead();
+  assert.ok(f.signals.every((s) => s?.aborted), "each call cancelled at once, not left to its deadline");
+  await waitFor("both calls ended", () => lines.filter((l) => l["message"] === "heal cancelled").length === 2, { timeoutMs: 5_000 });
+  assert.deepEqual(f.outcomes, []);
+  assert.deepEqual(patched, []);
+});
+
+test("controller: at shutdown nothing new is sent; calls in flight get the grace to answer (reported), then are cancelled", async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held, queue: new WorkQueue({ perNode: 1, global: 1 }) });
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
+  const closed = c.close(60_000);
+  release();
+  await closed;
+  assert.deepEqual(f.calls, ["pv-1"], "pv-2 is not sent once shutdown began");
+  assert.deepEqual(f.outcomes.map((x) => [x.pv.name, x.result]), [["pv-1", "HEALED"]], "the answer within the grace is reported");
+
+  const stuck = fake(() => HEALED, { hold: NEVER });
+  const { lines, logger } = captureLogger("info");
+  stuck.deps.logger = logger;
+  const s = controllerOf(stuck, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
+  t.after(() => s.c.close());
+  s.c.lead();
+  await waitFor("both heals in flight", () => stuck.calls.length === 2);
+  const closing = s.c.close(100);
+  assert.ok(stuck.signals.every((x) => x !== undefined && !x.aborted), "not cancelled while the grace lasts");
+  await closing;
+  assert.ok(stuck.signals.every((x) => x?.aborted), "cancelled when the grace is over");
+  await waitFor("both calls ended", () => lines.filter((l) => l["message"] === "heal cancelled").length === 2, { timeoutMs: 5_000 });
+  assert.deepEqual(stuck.outcomes, []);
+});
+
+const noStates = { serving: 0, not_serving: 0, unresolved: 0 };
+const ABNORMAL: HealAnswer = { result: "NOT_HEALABLE", health: "ABNORMAL", message: "image gone" };
+const abnormalSeries = async (metrics: ReturnType<typeof createMetrics>) => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("csi_addons_healer_volumes_abnormal{"));
+
+test("controller: a deleted CSIAddonsNode leaves nothing behind: no connection state (even when deleted while its pod's IP was read), no abnormal-volumes series", async (t) => {
+  const f = fake(() => ABNORMAL);
+  const patched: string[] = [];
+  const { c, remove, metrics } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the first-sight marker recorded", () => patched.length === 1);
+  assert.deepEqual(await abnormalSeries(metrics), ['csi_addons_healer_volumes_abnormal{driver="drv",node="n1"} 2']);
+  assert.deepEqual(f.deps.pool.countByState(), { ...noStates, serving: 1 });
+  remove();
+  assert.deepEqual(f.deps.pool.countByState(), noStates);
+  assert.deepEqual(await abnormalSeries(metrics), [], "an alert on this node's volumes can clear");
+
+  // A pod:// endpoint whose pod read only ends when the pass's signal aborts.
+  const g = fake(() => HEALED);
+  let podReads = 0;
+  let podReadAborted = false;
+  const podIP = (_ns: string, _pod: string, signal: AbortSignal) => {
+    podReads++;
+    return new Promise<string | undefined>((_resolve, reject) =>
+      signal.addEventListener("abort", () => ((podReadAborted = true), reject(new Error("aborted"))), { once: true }),
+    );
+  };
+  g.deps.pool = new SidecarPool({ podIP }, { credentials: grpc.credentials.createInsecure(), options: {} }, () => undefined);
+  const r = controllerOf(g, { ...SIDECAR, endpoint: "pod://plugin.csi:9070", annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
+  t.after(() => r.c.close());
+  r.c.lead();
+  await waitFor("the pod's IP being read", () => podReads === 1);
+  r.remove();
+  await waitFor("the read aborted", () => podReadAborted);
+  // The pass handles the aborted read in promise callbacks: all of them have run by the next turn.
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(g.deps.pool.countByState(), noStates);
+});
+
+test("controller: a replica that stops leading exports no leader's numbers: no connection states, no abnormal volumes, leader 0", async (t) => {
+  const f = fake(() => ABNORMAL);
+  const patched: string[] = [];
+  const { c, metrics } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("the first-sight marker recorded", () => patched.length === 1);
+  assert.equal((await abnormalSeries(metrics)).length, 1);
+  c.unlead();
+  assert.deepEqual(f.deps.pool.countByState(), noStates);
+  const text = await metrics.registry.metrics();
+  assert.deepEqual(await abnormalSeries(metrics), []);
+  assert.ok(text.split("\n").includes('csi_addons_healer_sidecar_connections{state="serving"} 0'));
+  assert.ok(text.split("\n").includes("csi_addons_healer_leader 0"));
 });

@@ -11,6 +11,7 @@ import { channelSetup } from "../../controller/sidecars/credentials.js";
 import type { SidecarTls } from "../../controller/config/config.js";
 import { makeTlsFiles } from "../sidecar/secure-sidecar.js";
 import { tempDir } from "../support/proc.js";
+import { waitFor } from "../support/wait.js";
 import { HealthService, HealthCheckResponse_ServingStatus as Serving } from "../../proto/gen/grpc/health/v1/health.js";
 import { IdentityService, Capability_VolumeHealer_Type as HealerType } from "../../proto/gen/identity/identity.js";
 import { HealVolumeRequest_Mode, VolumeHealerService, type HealVolumeRequest, type HealVolumeResponse } from "../../proto/gen/sidecar/v1/healer.js";
@@ -28,7 +29,9 @@ interface FakeSidecar {
   seen: Seen[];
   serving: Serving;
   healerTypes: HealerType[];
-  heal: (req: HealVolumeRequest) => HealVolumeResponse | grpc.ServiceError;
+  heal: (req: HealVolumeRequest) => HealVolumeResponse | grpc.ServiceError | Promise<HealVolumeResponse | grpc.ServiceError>;
+  /** PVs of the HealVolume calls the client cancelled. */
+  cancelled?: string[];
 }
 
 async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.ServerCredentials.createInsecure()): Promise<string> {
@@ -63,8 +66,8 @@ async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.Serve
   server.addService(VolumeHealerService, {
     healVolume: (call: grpc.ServerUnaryCall<HealVolumeRequest, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       record("HealVolume", call);
-      const answer = fake.heal(call.request);
-      "code" in answer ? cb(answer) : cb(null, answer);
+      call.on("cancelled", () => fake.cancelled?.push(call.request.pvName));
+      void Promise.resolve(fake.heal(call.request)).then((answer) => ("code" in answer ? cb(answer) : cb(null, answer)));
     },
     getVolumeHealth: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED }),
   });
@@ -142,6 +145,20 @@ test("a refused call is a CallError with the sidecar's code and details; a token
   await assert.rejects(broken.heal("pv-1", "ALWAYS", 5_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAUTHENTICATED && /token-file/.test(err.details));
   assert.equal(fake.seen.length, sent);
   assert.equal(await broken.serving(2_000), true, "the health check needs no token");
+});
+
+test("a heal whose signal aborts is cancelled at once, not left to its deadline: CANCELLED here, cancelled at the sidecar; an aborted signal sends nothing", async (t) => {
+  const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: () => new Promise(() => {}), cancelled: [] };
+  const conn = connect(t, await serve(t, fake));
+  const abort = new AbortController();
+  const call = conn.heal("pv-1", "ALWAYS", 3_000, abort.signal);
+  await waitFor("the call at the sidecar", () => fake.seen.length === 1);
+  abort.abort();
+  await assert.rejects(call, (err: unknown) => err instanceof CallError && err.code === grpc.status.CANCELLED);
+  await waitFor("the sidecar to see it cancelled", () => fake.cancelled!.length === 1);
+  assert.deepEqual(fake.cancelled, ["pv-1"]);
+  await assert.rejects(conn.heal("pv-2", "ALWAYS", 3_000, abort.signal), (err: unknown) => err instanceof CallError && err.code === grpc.status.CANCELLED);
+  assert.equal(fake.seen.length, 1);
 });
 
 test("no token configured: calls go without authorization", async (t) => {

@@ -99,6 +99,30 @@ test("pool: connection states are counted per sidecar, and a forgotten sidecar i
   assert.equal(stateOf(again), grpc.connectivityState.IDLE);
 });
 
+test("pool: a sidecar forgotten while its pod's IP is read gets no connection, which nothing would ever close", async (t) => {
+  let answer!: (ip: string) => void;
+  const kube = { podIP: () => new Promise<string | undefined>((resolve) => (answer = resolve)) };
+  const p = new SidecarPool(kube, { credentials: grpc.credentials.createInsecure(), options: {} }, () => "token");
+  t.after(() => p.close());
+  const abort = new AbortController();
+  const resolving = p.resolve(sidecar("pod://plugin-a.csi:9070"), abort.signal);
+  // Its CSIAddonsNode deleted: the pass is cancelled, then the sidecar forgotten; the Pod read answers late.
+  abort.abort();
+  p.forget("csi/n1");
+  answer("10.1.2.3");
+  await assert.rejects(resolving);
+});
+
+test("pool: close() forgets every state, also of sidecars that never got a connection", async (t) => {
+  const { p } = pool();
+  t.after(() => p.close());
+  await p.resolve(sidecar("10.0.0.1:9070"), new AbortController().signal);
+  p.setState("csi/n1", "serving");
+  p.setState("csi/n2", "unresolved");
+  p.close();
+  assert.deepEqual(p.countByState(), { serving: 0, not_serving: 0, unresolved: 0 });
+});
+
 /** The state of the grpc-js channel behind a SidecarConnection (its three clients share it). */
 function stateOf(conn: object): grpc.connectivityState {
   return (conn as unknown as { healer: grpc.Client }).healer.getChannel().getConnectivityState(false);
