@@ -33,8 +33,19 @@ export interface HealControllerDeps {
   random?: () => number;
 }
 
+/** Restart heals cut short by their object's deletion, remembered for when the sidecar makes it again. */
+const MAX_CUT_SHORT = 1024;
+
 export class HealController {
   private readonly nodes = new Map<string, NodeState>();
+  /**
+   * Sidecar key → the restart marker whose ALWAYS pass a deletion of the object cancelled. The
+   * sidecar makes its object again (DESIGN 4.3) with the same restart marker but without our handled
+   * marker, which would otherwise read as a first sight and get only a check: the mounts that
+   * restart killed must still be healed with ALWAYS. (The upstream controller deletes a
+   * CSIAddonsNode it cannot reach, e.g. while the driver restarts.)
+   */
+  private readonly cutShort = new Map<string, string>();
   private generation = 0;
   private leading = false;
   private closed = false;
@@ -61,6 +72,7 @@ export class HealController {
       clearTimeout(st.timer);
     }
     this.nodes.clear();
+    this.cutShort.clear();
     this.deps.pass.queue.clear();
     this.deps.pass.pool.close();
     this.deps.metrics.volumesAbnormal.reset();
@@ -100,6 +112,7 @@ export class HealController {
     if (!this.leading) return;
     if (type === "delete") {
       const st = this.nodes.get(s.key);
+      if (st?.pass && st.activeMarker && st.pass.spec.mode === "ALWAYS") this.rememberCutShort(s.key, st.activeMarker);
       st?.pass?.cancel();
       clearTimeout(st?.timer);
       this.nodes.delete(s.key);
@@ -109,9 +122,20 @@ export class HealController {
       return;
     }
     const st = this.state(s.key);
-    const d = decideRestart(s);
+    let d = decideRestart(s);
+    const cut = this.cutShort.get(s.key);
+    if (cut !== undefined && type === "add") {
+      this.cutShort.delete(s.key);
+      if (d?.trigger === "first-sight" && d.marker === cut) d = { ...d, trigger: "restart", mode: "ALWAYS" };
+    }
     if (d && d.marker !== st.handledMarker && d.marker !== st.activeMarker) this.restartPass(s, d, st);
     if (!st.timer && !s.deleting) this.schedulePeriodic(s.key, st);
+  }
+
+  private rememberCutShort(key: string, marker: string): void {
+    this.cutShort.delete(key);
+    if (this.cutShort.size >= MAX_CUT_SHORT) this.cutShort.delete(this.cutShort.keys().next().value!);
+    this.cutShort.set(key, marker);
   }
 
   private restartPass(s: SidecarInfo, d: RestartDecision, st: NodeState): void {

@@ -18,7 +18,7 @@ import { EventEmitter } from "node:events";
 import { HealController } from "../../controller/heal/controller.js";
 import { KubeRequestError, type ClusterView } from "../../controller/kube/api.js";
 import { createMetrics } from "../../controller/report/metrics.js";
-import { CREATED_BY_POD_UID, DRIVER_RESTARTED_AT, HANDLED_RESTART } from "../../controller/plan/trigger.js";
+import { CREATED_BY_POD_UID, DRIVER_RESTARTED_AT, HANDLED_RESTART, restartMarker } from "../../controller/plan/trigger.js";
 
 function deferredItem(nodeKey: string, priority: number, generation: number, log: string[], name: string) {
   let release!: () => void;
@@ -553,6 +553,36 @@ test("controller: a CSIAddonsNode deleted and made again (its handled marker los
   await waitFor("the recreated object's marker recorded", () => patched.length === 2);
   assert.deepEqual(patched, ["pod-1+", "pod-1+"]);
   assert.deepEqual(f.calls, ["pv-1", "pv-2", "pv-1", "pv-2"]);
+});
+
+test("controller: a CSIAddonsNode deleted during its restart heal and made again by its sidecar (same restart, no handled marker) is healed with ALWAYS, not downgraded to a first-sight check", async (t) => {
+  let release!: () => void;
+  let held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held });
+  const patched: string[] = [];
+  const restarted = { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-03T10:00:00.000Z" };
+  const { c, set, update, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
+  t.after(() => (release(), c.close()));
+  c.lead();
+  update(restarted);
+  await waitFor("the restart heal in flight", () => f.calls.length === 2);
+  // The upstream controller deletes an object it cannot reach; the sidecar makes it again at once.
+  remove();
+  release();
+  held = Promise.resolve();
+  const { [HANDLED_RESTART]: _gone, ...recreated } = restarted;
+  set("add", { ...SIDECAR, annotations: recreated });
+  await waitFor("the restart's marker recorded", () => patched.length === 1);
+  assert.deepEqual(patched, [restartMarker(restarted)]);
+  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"]]);
+  assert.deepEqual(passes, [["restart", "ALWAYS"], ["restart", "ALWAYS"]]);
+
+  // Deleted once more, now handled: made again, it is seen anew as before (a check).
+  update({ ...recreated, [HANDLED_RESTART]: patched[0]! });
+  remove();
+  set("add", { ...SIDECAR, annotations: recreated });
+  await waitFor("checked and recorded again", () => patched.length === 2);
+  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal").at(-1)!["trigger"], "first-sight");
 });
 
 test("controller: one periodic check scheduled per sidecar however often its object changes, none for one being deleted, and none that keeps the process alive", (t) => {
