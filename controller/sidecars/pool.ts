@@ -1,7 +1,11 @@
 // One SidecarConnection per sidecar (CSIAddonsNode), replaced when its endpoint or its pod's IP
-// changes. A pod:// endpoint costs one Pod GET per resolve; resolve() is called when a pass
-// starts and after a sidecar was unreachable, never per volume.
+// changes. A pod:// endpoint costs one Pod GET, unless the sidecar was last found SERVING and the
+// CSIAddonsNode still names the same pod (its createdByPodUID): a pod keeps its IP for life, so a
+// pass after a driver restart, or a periodic one, reads nothing. One that was unreachable is read
+// again (its pod may be gone). resolve() is called when a pass starts and after a sidecar was
+// unreachable, never per volume.
 import type { KubeWrites } from "../kube/api.js";
+import { CREATED_BY_POD_UID } from "../plan/trigger.js";
 import type { SidecarInfo } from "../plan/types.js";
 import type { ChannelSetup } from "./credentials.js";
 import { SidecarConnection } from "./connection.js";
@@ -11,7 +15,7 @@ import { parseEndpoint } from "./endpoint.js";
 export type ConnectionState = "serving" | "not_serving" | "unresolved";
 
 export class SidecarPool {
-  private readonly conns = new Map<string, { endpoint: string; conn: SidecarConnection }>();
+  private readonly conns = new Map<string, { endpoint: string; podUid: string | undefined; conn: SidecarConnection }>();
   private readonly states = new Map<string, ConnectionState>();
 
   constructor(
@@ -23,6 +27,9 @@ export class SidecarPool {
   /** The connection for the sidecar's current endpoint; throws when the endpoint cannot be resolved. */
   async resolve(s: SidecarInfo, signal: AbortSignal): Promise<SidecarConnection> {
     const ep = parseEndpoint(s.endpoint);
+    const podUid = s.annotations[CREATED_BY_POD_UID] || undefined;
+    const known = this.conns.get(s.key);
+    if (ep.kind === "pod" && podUid && known?.endpoint === s.endpoint && known.podUid === podUid && this.states.get(s.key) === "serving") return known.conn;
     let address: string;
     if (ep.kind === "address") {
       address = ep.address;
@@ -34,10 +41,13 @@ export class SidecarPool {
       address = hostPort(ip, ep.port);
     }
     const current = this.conns.get(s.key);
-    if (current && current.endpoint === s.endpoint && current.conn.address === address) return current.conn;
+    if (current && current.endpoint === s.endpoint && current.conn.address === address) {
+      current.podUid = podUid;
+      return current.conn;
+    }
     current?.conn.close();
     const conn = new SidecarConnection(address, this.setup, this.token);
-    this.conns.set(s.key, { endpoint: s.endpoint, conn });
+    this.conns.set(s.key, { endpoint: s.endpoint, podUid, conn });
     return conn;
   }
 

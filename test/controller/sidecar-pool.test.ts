@@ -12,6 +12,7 @@ import { EndpointError, parseEndpoint } from "../../controller/sidecars/endpoint
 import { SidecarPool } from "../../controller/sidecars/pool.js";
 import { TokenFile } from "../../controller/sidecars/token.js";
 import type { SidecarInfo } from "../../controller/plan/types.js";
+import { CREATED_BY_POD_UID } from "../../controller/plan/trigger.js";
 
 test("endpoint: pod://<pod>.<namespace>:<port> names a pod; host:port and [ipv6]:port are addresses", () => {
   assert.deepEqual(parseEndpoint("pod://csi-rbdplugin-x7k2p.ceph-csi:9070"), { kind: "pod", pod: "csi-rbdplugin-x7k2p", namespace: "ceph-csi", port: 9070 });
@@ -79,6 +80,32 @@ test("pool: one connection per sidecar while its address holds; a new pod IP or 
   const published = await p.resolve(sidecar("10.1.2.4:9070"), signal); // same address, another endpoint text
   assert.notEqual(published, moved);
   assert.equal(stateOf(other), grpc.connectivityState.IDLE, "the other sidecar's connection is left alone");
+});
+
+test("pool: a pod keeps its IP for life: a sidecar last found SERVING whose CSIAddonsNode names the same pod (createdByPodUID) is not looked up again; a new pod, an unreachable sidecar or no pod named is", async (t) => {
+  const { p, ips, lookups } = pool();
+  t.after(() => p.close());
+  const signal = new AbortController().signal;
+  const of = (podUid?: string): SidecarInfo => ({ ...sidecar("pod://plugin-a.csi:9070"), annotations: podUid ? { [CREATED_BY_POD_UID]: podUid } : {} });
+  ips.set("csi/plugin-a", "10.1.2.3");
+  const first = await p.resolve(of("uid-1"), signal);
+  await p.resolve(of("uid-1"), signal);
+  assert.equal(lookups.length, 2, "not known to be SERVING yet: read again");
+  p.setState("csi/n1", "serving");
+  assert.equal(await p.resolve(of("uid-1"), signal), first, "a pass after a driver restart, or a periodic one: the same pod");
+  assert.equal(lookups.length, 2);
+  p.setState("csi/n1", "not_serving");
+  await p.resolve(of("uid-1"), signal);
+  assert.equal(lookups.length, 3, "unreachable: its pod may be gone");
+  p.setState("csi/n1", "serving");
+  // A pod made again under the same name (a StatefulSet's, or one deleted by hand): a new UID, a new IP.
+  ips.set("csi/plugin-a", "10.1.2.4");
+  const again = await p.resolve(of("uid-2"), signal);
+  assert.equal(again.address, "10.1.2.4:9070");
+  assert.equal(lookups.length, 4);
+  await p.resolve(of(), signal);
+  await p.resolve(of(), signal);
+  assert.equal(lookups.length, 6, "without the annotation the pod is read each time");
 });
 
 test("pool: connection states are counted per sidecar, and a forgotten sidecar is closed and no longer counted", async (t) => {
