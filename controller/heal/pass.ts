@@ -196,10 +196,14 @@ export class HealPass {
       // and a state set for it then would stay forever.
       try {
         const conn = await pool.resolve(s, signal);
+        // Asked together, one round trip before the first heal instead of two; the capabilities
+        // count only when the sidecar is SERVING (else its answer is not awaited, nor its failure).
+        const asked = conn.capabilities(PROBE_TIMEOUT_MS);
+        asked.catch(() => {});
         const serving = await conn.serving(PROBE_TIMEOUT_MS);
         if (signal.aborted) break;
         if (serving) {
-          const caps = await conn.capabilities(PROBE_TIMEOUT_MS);
+          const caps = await asked;
           if (signal.aborted) break;
           pool.setState(s.key, "serving");
           this.conn = conn;
