@@ -274,13 +274,13 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "delete csiaddonsnodes": { step: STEPS[0] },
   "get pods": { step: STEPS[0] },
   "get replicasets": { step: STEPS[0] },
-  "get persistentvolumes": { step: STEPS[1], code: "INTERNAL" },
+  "get persistentvolumes": { step: STEPS[1], code: "FAILED_PRECONDITION" },
   "list persistentvolumes": { step: STEPS[7] },
   "watch persistentvolumes": { step: STEPS[7] },
-  "get volumeattachments": { step: STEPS[1], code: "INTERNAL" },
-  "get nodes": { step: STEPS[1], code: "INTERNAL" }, // the watched Node is asked first
+  "get volumeattachments": { step: STEPS[1], code: "FAILED_PRECONDITION" },
+  "get nodes": { step: STEPS[1], code: "FAILED_PRECONDITION" }, // the watched Node is asked first
   "watch nodes": { step: STEPS[4] },
-  "get secrets": { step: STEPS[2], code: "INTERNAL" },
+  "get secrets": { step: STEPS[2], code: "FAILED_PRECONDITION" },
   "create tokenreviews": { step: STEPS[1], code: "UNAVAILABLE" },
   "create subjectaccessreviews": { step: STEPS[1], code: "UNAVAILABLE" },
   "get leases": { step: STEPS[8] },

@@ -313,16 +313,17 @@ test("a watch too far behind (410 Gone) starts over from a fresh read and write"
   m.setDriver(DRIVER);
   await placed(m);
   await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
-  small.faults.latency(300, { verb: "watch", resource: "csiaddonsnodes" });
-  small.faults.dropWatches();
-  // While the watch is away, the cluster moves on past the server's window of 5 events.
+  // While the API server is away, the cluster moves on past its window of 5 events (written in
+  // process, so however slow the machine, the watch cannot come back before they are all in).
+  await small.faults.down();
   for (let i = 0; i < 10; i++) await small.create({ apiVersion: "v1", kind: "Secret", metadata: { name: `churn-${i}`, namespace: NAMESPACE } });
+  await small.faults.up();
   await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1);
-  small.faults.clear();
   await waitFor("watching again from the new write", () => callsOf("watchCSIAddonsNode").length >= 3);
   assert.equal(callsOf("getCSIAddonsNode").length, 2);
   assert.ok(m.presence.condition.ok);
-  assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting"), "410 is not an error to back off from");
+  // A watch tried while the server was down may have failed; the 410 is not such an error.
+  assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting" && /^410 /.test(String(l["reason"]))), "410 is not an error to back off from");
 });
 
 test("the periodic check failing: the outage logged once when it starts (warn) and once when it ends, with the number of failed requests", async () => {

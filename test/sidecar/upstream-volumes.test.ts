@@ -151,13 +151,17 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     const waiting = await fx.up.nodeReclaimSpace("pv-file", 300);
     assert.equal(waiting.ok ? "OK" : codeName(waiting.code), "DEADLINE_EXCEEDED");
     // The caller's own timer ends its call at the deadline; what the sidecar answered (a moment
-    // later) is in its log: the deadline, not a cancellation.
+    // later) is in its log: the deadline, or the caller's cancellation when that reached the sidecar
+    // first (the sidecar's deadline counts from when the request arrived, a loaded machine's moment
+    // after it was sent) — never a failure of its own (a deadline taken for an internal error).
     const waited = (l: Record<string, unknown>) =>
       l["method"] === "/proto.ReclaimSpace/NodeReclaimSpace" && l["pv"] === undefined && (l["code"] === "DEADLINE_EXCEEDED" || l["code"] === "CANCELLED");
     await waitFor("the sidecar's log line of the call that waited", () => fx.sidecar.logLines().some(waited));
-    assert.deepEqual(
-      fx.sidecar.logLines().filter(waited).map((l) => [l["code"], l["error"]]),
-      [["DEADLINE_EXCEEDED", "deadline exceeded while serving /proto.ReclaimSpace/NodeReclaimSpace"]],
+    const answered = fx.sidecar.logLines().filter(waited).map((l) => [l["code"], l["error"]]);
+    assert.equal(answered.length, 1);
+    assert.ok(
+      ["DEADLINE_EXCEEDED,deadline exceeded while serving /proto.ReclaimSpace/NodeReclaimSpace", "CANCELLED,call cancelled while waiting for a driver slot"].includes(String(answered[0])),
+      JSON.stringify(answered),
     );
     const r = await stuck;
     assert.equal(r.ok ? "OK" : codeName(r.code), "DEADLINE_EXCEEDED");
