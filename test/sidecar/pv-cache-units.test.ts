@@ -20,6 +20,9 @@ function fakeKube() {
   const held = new Map<string, (() => void)[]>();
   let watch: { emit: (type: WatchEventType, o: PersistentVolume) => void; end: (err?: Error) => void } | undefined;
   let watches = 0;
+  /** Lists of the collection's version (each new watch starts with one); held while `versionGate` is set. */
+  let versions = 0;
+  let versionGate: Promise<void> | undefined;
   const kube = {
     getPersistentVolume: async (name: string) => {
       reads.push(name);
@@ -27,7 +30,11 @@ function fakeKube() {
       if (gate) await new Promise<void>((resolve) => gate.push(resolve));
       return stored.get(name);
     },
-    persistentVolumesVersion: async () => "100",
+    persistentVolumesVersion: async () => {
+      versions++;
+      await versionGate;
+      return "100";
+    },
     watchPersistentVolumes: (opts: { resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, o: PersistentVolume) => void) =>
       new Promise<void>((resolve, reject) => {
         watches++;
@@ -46,6 +53,16 @@ function fakeKube() {
     },
     watch: () => watch!,
     watches: () => watches,
+    versions: () => versions,
+    /** Holds the next watch's start (its version list) until the returned function is called. */
+    holdWatchStart: () => {
+      let open!: () => void;
+      versionGate = new Promise<void>((resolve) => (open = resolve));
+      return () => {
+        versionGate = undefined;
+        open();
+      };
+    },
   };
 }
 
@@ -125,11 +142,14 @@ test("a lost watch drops every entry; until it stands again every request reads"
 test("a read that began before the watch stood again is served but not kept: its answer may predate the version the new watch starts from", async (t) => {
   const f = await started(t);
   f.stored.set("pv-b", pv("pv-b"));
+  const startWatch = f.holdWatchStart();
   f.watch().end(new Error("watch closed"));
-  await new Promise((resolve) => setImmediate(resolve)); // the loop has seen the end and dropped everything
+  // The loop has dropped everything and waits to start the next watch.
+  await waitFor("the next watch being set up", () => f.versions() === 2);
   f.hold("pv-b");
   const early = f.cache.get("pv-b", signal());
   await waitFor("the read at the API", () => f.reads.length === 1);
+  startWatch();
   await waitFor("the watch standing again", () => f.watches() === 2);
   f.release("pv-b");
   assert.equal((await early)?.metadata.name, "pv-b");

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
-import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
-import { call, codeName, track } from "../support/grpc.js";
+import { healthInFlight, startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
+import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { NAMESPACE, pv, volumeAttachment } from "../support/fixtures.js";
 
@@ -47,9 +47,7 @@ test("SIGTERM while the Lease is being released: new calls are refused at once, 
 
   const client = sidecar.healer();
   assert.ok((await call(client, client.getVolumeHealth, { pvName: "pv-fast" })).ok, "the client's connection is up");
-  const stuckBefore = received("vol-stuck");
-  const stuck = track(call(client, client.getVolumeHealth, { pvName: "pv-stuck" }, { deadlineMs: 120_000 }));
-  await waitFor("the stuck call to reach the driver", () => received("vol-stuck") > stuckBefore);
+  const stuck = await healthInFlight(client, stub, "pv-stuck", "vol-stuck", 120_000);
 
   sidecar.proc.child.kill("SIGTERM");
   await waitFor("/readyz 503", async () => (await sidecar!.readyz()) === 503, { timeoutMs: 3_000 });

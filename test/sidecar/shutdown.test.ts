@@ -9,8 +9,8 @@ import { service as healthService } from "grpc-health-check";
 import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
-import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
-import { call, codeName, track } from "../support/grpc.js";
+import { healthInFlight, startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
+import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { pv, volumeAttachment } from "../support/fixtures.js";
 
@@ -59,9 +59,7 @@ describe("SIGTERM", () => {
 
     const client = sidecar.healer();
     assert.ok((await call(client, client.getVolumeHealth, { pvName: "pv-fast" })).ok, "the client's connection is up");
-    const slowBefore = received("vol-slow");
-    const inflight = track(call(client, client.getVolumeHealth, { pvName: "pv-slow" }, { deadlineMs: 30_000 }));
-    await waitFor("the slow call to reach the driver", () => received("vol-slow") > slowBefore);
+    const inflight = await healthInFlight(client, stub, "pv-slow", "vol-slow", 30_000);
 
     sidecar.proc.child.kill("SIGTERM");
     await waitFor("the watch to say NOT_SERVING", () => statuses.at(-1) === "NOT_SERVING", { timeoutMs: 3_000 });
@@ -125,8 +123,7 @@ describe("SIGTERM", () => {
     const sidecar = await sidecarWith([`--shutdown-grace=${GRACE_MS}ms`]);
     const client = sidecar.healer();
     const before = stub.calls({ volumeId: "vol-stuck" }).length;
-    const stuck = track(call(client, client.getVolumeHealth, { pvName: "pv-stuck" }, { deadlineMs: 120_000 }));
-    await waitFor("the stuck call to reach the driver", () => received("vol-stuck") > before);
+    const stuck = await healthInFlight(client, stub, "pv-stuck", "vol-stuck", 120_000);
     const signalled = Date.now();
     sidecar.proc.child.kill("SIGTERM");
     // SIGKILL (and a failed exit code) only if the sidecar overstays by far.

@@ -3,6 +3,8 @@ import * as grpc from "@grpc/grpc-js";
 import { service as healthService } from "grpc-health-check";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { join } from "node:path";
+import type { DriverStub } from "./driver-stub.js";
+import { call, track } from "./grpc.js";
 import { startTs, tempDir, type Proc } from "./proc.js";
 import { waitFor } from "./wait.js";
 
@@ -102,4 +104,15 @@ export function parseLines(text: string): Record<string, unknown>[] {
 /** Waits until the sidecar's grpc health reports `status`. */
 export function waitHealth(s: SidecarProc, status: "SERVING" | "NOT_SERVING", timeoutMs = 20_000): Promise<true> {
   return waitFor(`health ${status}`, async () => (await s.health().catch(() => "")) === status || undefined, { timeoutMs });
+}
+
+/**
+ * A GetVolumeHealth through a sidecar, tracked, returned once the stub has it in hand: with a
+ * delay in the stub's state it stays in flight (e.g. across a SIGTERM).
+ */
+export async function healthInFlight(client: InstanceType<typeof VolumeHealerClient>, stub: DriverStub, pvName: string, volumeId: string, deadlineMs: number) {
+  const before = stub.arrived("NodeGetVolumeHealth", volumeId);
+  const tracked = track(call(client, client.getVolumeHealth, { pvName }, { deadlineMs }));
+  await waitFor(`the call for ${pvName} to reach the driver`, () => stub.arrived("NodeGetVolumeHealth", volumeId) > before);
+  return tracked;
 }
