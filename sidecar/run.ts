@@ -5,8 +5,8 @@ import type * as grpc from "@grpc/grpc-js";
 import { authMiddleware } from "./auth/authenticator.js";
 import type { Config } from "./config/config.js";
 import { DriverConnection } from "./driver/connection.js";
+import { grpcCodeName } from "./driver/unary.js";
 import { ControllerLease } from "./election/controller-lease.js";
-import { metricsInterceptor } from "./driver/metrics-interceptor.js";
 import { Readiness } from "./health/readiness.js";
 import type { KubeApi } from "./kube/api.js";
 import type { Logger } from "../common/log/logger.js";
@@ -47,7 +47,8 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     socketPath: config.csiAddonsSocket,
     callTimeoutMs: Math.min(config.timeoutMs, 30_000),
     logger,
-    interceptors: [metricsInterceptor(metrics, () => driver.name)],
+    // Every driver call ends in csi_sidecar_operations_seconds, whichever call site made it.
+    observe: (method, code, seconds) => metrics.observeOperation(driver.name, method, grpcCodeName(code), seconds),
   });
 
   const nodes = new NodeCache(kube, config.nodeId, logger);

@@ -1,7 +1,7 @@
 // The connection to the driver's CSI-Addons server: dial with capped backoff, never give up,
 // read identity and capabilities, probe until ready, notice when the driver goes away or restarts.
 import { EventEmitter } from "node:events";
-import * as grpc from "@grpc/grpc-js";
+import { status as grpcStatus } from "@grpc/grpc-js";
 import {
   Capability_Service_Type,
   Capability_VolumeHealer_Type,
@@ -9,7 +9,8 @@ import {
   type Capability,
 } from "../../proto/gen/identity/identity.js";
 import type { Logger } from "../../common/log/logger.js";
-import { grpcCodeName, unaryCall, isServiceError, type MethodDef } from "./unary.js";
+import { grpcCodeName, isServiceError, type MethodDef } from "./unary.js";
+import { DriverChannel, type ChannelState } from "./h2-channel.js";
 import { delay } from "../../common/util/delay.js";
 import { SocketWatch } from "./socket-watch.js";
 
@@ -42,18 +43,19 @@ export interface DriverConnectionOptions {
   /** Deadline of each identity/probe call. */
   callTimeoutMs: number;
   logger: Logger;
-  interceptors?: grpc.Interceptor[];
+  /** Told of every driver call as it ends: method path, status code, seconds (metrics). */
+  observe?: (method: string, code: number, seconds: number) => void;
   /** How often "still waiting for driver" is logged. */
   waitLogIntervalMs?: number;
-  /** grpc-js reconnect backoff between dial attempts (default 100 ms growing to RETRY_MS). */
+  /** Backoff between dial attempts (default 100 ms growing to RETRY_MS). */
   reconnectBackoffMs?: { initial: number; max: number };
 }
 
 const RETRY_MS = 1000;
 
 export class DriverConnection extends EventEmitter<Events> {
-  /** One channel for every call, so the driver sees one connection; replaced only to dial a new socket at once. */
-  private channel: grpc.Client;
+  /** One connection for every call, dialled again at once when the socket file changes. */
+  private readonly channel: DriverChannel;
   private readonly socketWatch: SocketWatch;
   /** Set while waitConnected() waits: the socket file changed. */
   private socketChanged: (() => void) | undefined;
@@ -66,25 +68,16 @@ export class DriverConnection extends EventEmitter<Events> {
 
   constructor(private readonly opts: DriverConnectionOptions) {
     super();
-    this.channel = this.dial();
+    this.channel = new DriverChannel({
+      socketPath: opts.socketPath,
+      backoffMs: { initial: opts.reconnectBackoffMs?.initial ?? 100, max: opts.reconnectBackoffMs?.max ?? RETRY_MS },
+    });
     this.socketWatch = new SocketWatch(opts.socketPath, () => this.socketChanged?.());
   }
 
-  private dial(): grpc.Client {
-    return new grpc.Client(`unix://${this.opts.socketPath}`, grpc.credentials.createInsecure(), {
-      "grpc.initial_reconnect_backoff_ms": this.opts.reconnectBackoffMs?.initial ?? 100,
-      "grpc.max_reconnect_backoff_ms": this.opts.reconnectBackoffMs?.max ?? RETRY_MS,
-      "grpc.min_reconnect_backoff_ms": this.opts.reconnectBackoffMs?.initial ?? 100,
-      // Never let an idle channel drop the connection: that would look like a driver restart.
-      "grpc.client_idle_timeout_ms": 2 ** 31 - 1,
-      // Its own subchannel: a channel dialled anew must not inherit the old one's backoff from the shared pool.
-      "grpc.use_local_subchannel_pool": 1,
-      interceptors: this.opts.interceptors ?? [],
-    });
-  }
-
-  get client(): grpc.Client {
-    return this.channel;
+  /** Where the connection to the driver stands (for tests and logs). */
+  get channelState(): ChannelState {
+    return this.channel.state;
   }
 
   get ready(): boolean {
@@ -112,8 +105,18 @@ export class DriverConnection extends EventEmitter<Events> {
     this.channel.close();
   }
 
-  call<Req, Res>(def: MethodDef<Req, Res>, request: Req, deadline: number, signal?: AbortSignal): Promise<Res> {
-    return unaryCall(this.client, def, request, { deadline, signal });
+  async call<Req, Res>(def: MethodDef<Req, Res>, request: Req, deadline: number, signal?: AbortSignal): Promise<Res> {
+    const observe = this.opts.observe;
+    if (observe === undefined) return this.channel.unary(def, request, { deadline, signal });
+    const started = performance.now();
+    try {
+      const res = await this.channel.unary(def, request, { deadline, signal });
+      observe(def.path, grpcStatus.OK, (performance.now() - started) / 1000);
+      return res;
+    } catch (err) {
+      observe(def.path, isServiceError(err) ? err.code : grpcStatus.UNKNOWN, (performance.now() - started) / 1000);
+      throw err;
+    }
   }
 
   private async loop(): Promise<void> {
@@ -150,9 +153,9 @@ export class DriverConnection extends EventEmitter<Events> {
   }
 
   /**
-   * Resolves once the channel is READY, logging every waitLogIntervalMs while it is not. When the
-   * socket file appears while the channel is between attempts, a fresh channel dials it at once
-   * instead of when grpc-js's reconnect backoff (up to RETRY_MS) expires.
+   * Resolves once the connection is ready, logging every waitLogIntervalMs while it is not. When
+   * the socket file appears while the connection is between attempts, it is dialled at once
+   * instead of when the reconnect backoff (up to RETRY_MS) expires.
    */
   private async waitConnected(): Promise<void> {
     const started = Date.now();
@@ -161,18 +164,13 @@ export class DriverConnection extends EventEmitter<Events> {
     while (!this.stop.signal.aborted) {
       const outcome = await new Promise<"ready" | "waiting" | "socket">((resolve) => {
         this.socketChanged = () => resolve("socket");
-        this.channel.waitForReady(logAt, (err) => resolve(err ? "waiting" : "ready"));
+        void this.channel.waitReady(logAt).then((ready) => resolve(ready ? "ready" : "waiting"));
       });
       this.socketChanged = undefined;
       if (outcome === "ready" || this.stop.signal.aborted) return;
       if (outcome === "socket") {
-        const state = this.channel.getChannel().getConnectivityState(false);
-        if (state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.IDLE) {
-          this.opts.logger.debug("driver socket changed; dialling it now", { socket: this.opts.socketPath });
-          const old = this.channel;
-          this.channel = this.dial();
-          old.close();
-        }
+        if (this.channel.state === "failure") this.opts.logger.debug("driver socket changed; dialling it now", { socket: this.opts.socketPath });
+        this.channel.dialNow();
         continue;
       }
       this.opts.logger.info(`still waiting for driver at ${this.opts.socketPath}`, { waitedSeconds: Math.round((Date.now() - started) / 1000) });
@@ -181,12 +179,7 @@ export class DriverConnection extends EventEmitter<Events> {
   }
 
   private async waitDisconnected(): Promise<void> {
-    const channel = this.client.getChannel();
-    let state = channel.getConnectivityState(false);
-    while (state === grpc.connectivityState.READY && !this.stop.signal.aborted) {
-      await new Promise<void>((resolve) => channel.watchConnectivityState(state, Infinity, () => resolve()));
-      state = channel.getConnectivityState(false);
-    }
+    await this.channel.waitNotReady();
   }
 
   private async handshake(): Promise<DriverInfo> {
@@ -219,7 +212,7 @@ export class DriverConnection extends EventEmitter<Events> {
       if (res.ready !== false) return true;
       if (attempt === 1 || attempt % 10 === 0) this.opts.logger.info("driver not ready yet (Probe ready=false)", { attempt });
     } catch (err) {
-      if (!isServiceError(err) || err.code !== grpc.status.DEADLINE_EXCEEDED) throw err;
+      if (!isServiceError(err) || err.code !== grpcStatus.DEADLINE_EXCEEDED) throw err;
       this.opts.logger.info("driver Probe timed out; retrying", { attempt });
     }
     return false;

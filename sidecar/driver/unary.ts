@@ -1,4 +1,5 @@
-// One promise-returning unary call over any method definition, with a deadline and cancellation.
+// What a call to the driver is described by, and how it fails: a method definition (generated or
+// raw bytes) and an error carrying the driver's gRPC status, which the sidecar passes on unchanged.
 import * as grpc from "@grpc/grpc-js";
 
 export interface MethodDef<Req, Res> {
@@ -7,39 +8,16 @@ export interface MethodDef<Req, Res> {
   responseDeserialize: (value: Buffer) => Res;
 }
 
-export interface CallOpts {
-  /** Absolute deadline (ms since epoch). */
-  deadline: number;
-  signal?: AbortSignal;
-}
-
-export function unaryCall<Req, Res>(client: grpc.Client, def: MethodDef<Req, Res>, request: Req, opts: CallOpts): Promise<Res> {
-  return new Promise<Res>((resolve, reject) => {
-    if (opts.signal?.aborted) {
-      reject(Object.assign(new Error("call cancelled before it started"), { code: grpc.status.CANCELLED, details: "cancelled" }));
-      return;
-    }
-    const call = client.makeUnaryRequest(
-      def.path,
-      def.requestSerialize,
-      def.responseDeserialize,
-      request,
-      new grpc.Metadata(),
-      { deadline: opts.deadline },
-      (err, value) => {
-        opts.signal?.removeEventListener("abort", cancel);
-        if (err) reject(err);
-        else resolve(value as Res);
-      },
-    );
-    // Once the call's own deadline has passed, grpc-js is ending it with DEADLINE_EXCEEDED (what
-    // the caller and csi_sidecar_operations_seconds must see): cancelling it too would race that
-    // and sometimes record CANCELLED (seen in 1 of 6 runs of upstream-volumes.test).
-    const cancel = () => {
-      if (Date.now() < opts.deadline) call.cancel();
-    };
-    opts.signal?.addEventListener("abort", cancel, { once: true });
-  });
+/** A driver call that ended with a status other than OK (its own, or one the transport gave it). */
+export class DriverCallError extends Error implements grpc.ServiceError {
+  constructor(
+    readonly code: grpc.status,
+    readonly details: string,
+    readonly metadata: grpc.Metadata = new grpc.Metadata(),
+  ) {
+    super(`${code} ${grpcCodeName(code)}: ${details}`);
+    this.name = "DriverCallError";
+  }
 }
 
 /** A method definition that moves raw bytes, for transparent pass-through. */

@@ -82,7 +82,7 @@ test("a driver that is not there yet is waited for without a log line per attemp
   const socket = join(tempDir(), "addons.sock");
   const { conn, lines, ready } = connect(socket, { reconnectBackoffMs: { initial: 20, max: 20 } });
   // Several dials fail (one every 20 ms) before the driver comes up.
-  await waitFor("a failed dial", () => conn.client.getChannel().getConnectivityState(false) === 3 /* TRANSIENT_FAILURE */);
+  await waitFor("a failed dial", () => conn.channelState === "failure");
   await serve(socket, identity("late.csi.example.com"));
   await waitFor("ready once the driver is up", () => ready.length === 1);
   assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("still waiting for driver")), [], "the first reminder is 10 s away");

@@ -54,7 +54,7 @@ test("a driver that comes back is dialled when its socket appears, without waiti
     server!.forceShutdown();
     await waitFor("the sidecar to see the driver gone", () => downs === before);
     // Gone long enough for the connection to try (and fail) at least once: its next try is a minute away.
-    await waitFor("a failed dial", () => conn!.client.getChannel().getConnectivityState(false) === 3 /* TRANSIENT_FAILURE */);
+    await waitFor("a failed dial", () => conn!.channelState === "failure");
     await serveDriver(socket, bootId);
     await waitFor(`ready again after ${bootId} started`, () => ready.length === before + 1, { timeoutMs: 15_000 });
     assert.equal(ready.at(-1)!.restarted, true, "a new boot id is a restart");

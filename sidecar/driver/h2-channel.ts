@@ -1,0 +1,135 @@
+// The one HTTP/2 connection to the driver's unix socket, kept open for the life of the sidecar:
+// dialled again with capped, jittered backoff after any loss, at once when the socket file changes.
+// The driver's calls run on it through h2-unary.ts, not through a grpc-js channel: its resolver,
+// load balancer, retry and filter layers do nothing for one local socket, and cost 2-2.5x the
+// client CPU per call of a plain HTTP/2 stream (README, "The sidecar's client for the driver").
+import * as http2 from "node:http2";
+import { connect as netConnect } from "node:net";
+import { EventEmitter } from "node:events";
+import { h2Unary, type UnaryOptions } from "./h2-unary.js";
+import { DriverCallError, type MethodDef } from "./unary.js";
+
+/** Where the connection stands: "failure" is between a failed dial (or a loss) and the next dial. */
+export type ChannelState = "connecting" | "ready" | "failure" | "closed";
+
+export interface DriverChannelOptions {
+  socketPath: string;
+  /** Backoff between dials: `initial`, growing 1.6x a time up to `max`, ±20 % jitter. */
+  backoffMs: { initial: number; max: number };
+}
+
+interface Events {
+  /** Every change of `state`. */
+  state: [ChannelState];
+}
+
+const BACKOFF_GROWTH = 1.6;
+const JITTER = 0.2;
+
+export class DriverChannel extends EventEmitter<Events> {
+  private session: http2.ClientHttp2Session | undefined;
+  private current: ChannelState = "connecting";
+  private nextBackoff: number;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: DriverChannelOptions) {
+    super();
+    this.nextBackoff = opts.backoffMs.initial;
+    this.dial();
+  }
+
+  get state(): ChannelState {
+    return this.current;
+  }
+
+  /** One unary call on the connection; UNAVAILABLE at once when it is not ready (no waiting for ready). */
+  unary<Req, Res>(def: MethodDef<Req, Res>, request: Req, opts: UnaryOptions): Promise<Res> {
+    const session = this.session;
+    if (this.current !== "ready" || session === undefined) {
+      return Promise.reject(new DriverCallError(14, `driver not connected (${this.current}) at ${this.opts.socketPath}`));
+    }
+    return h2Unary(session, def, request, opts, () => this.lost(session));
+  }
+
+  /** Resolves true once ready, false at `deadline` (ms since epoch) or when closed. */
+  waitReady(deadline: number): Promise<boolean> {
+    return this.waitFor((s) => s === "ready", deadline).then((s) => s === "ready");
+  }
+
+  /** Resolves once the connection is no longer ready. */
+  async waitNotReady(): Promise<void> {
+    await this.waitFor((s) => s !== "ready", Infinity);
+  }
+
+  /** Between attempts (after a failed dial or a loss): dial now instead of when the backoff ends. */
+  dialNow(): void {
+    if (this.current !== "failure") return;
+    clearTimeout(this.timer);
+    this.dial();
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.setState("closed");
+    this.session?.close();
+    // Streams still open are ended by destroy; their calls end UNAVAILABLE.
+    this.session?.destroy();
+    this.session = undefined;
+  }
+
+  private waitFor(done: (s: ChannelState) => boolean, deadline: number): Promise<ChannelState> {
+    if (done(this.current) || this.current === "closed") return Promise.resolve(this.current);
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        this.off("state", onState);
+        resolve(this.current);
+      };
+      const onState = (s: ChannelState) => (done(s) || s === "closed") && finish();
+      const timer = deadline === Infinity ? undefined : setTimeout(finish, Math.max(0, deadline - Date.now()));
+      this.on("state", onState);
+    });
+  }
+
+  private setState(s: ChannelState): void {
+    if (this.current === s || this.current === "closed") return;
+    this.current = s;
+    this.emit("state", s);
+  }
+
+  private dial(): void {
+    if (this.current === "closed") return;
+    this.setState("connecting");
+    const session = http2.connect("http://localhost", {
+      createConnection: () => netConnect(this.opts.socketPath),
+      // The driver's messages may be up to 4 MiB (grpc-go's default); let them flow in one window.
+      settings: { initialWindowSize: 4 * 1024 * 1024, enablePush: false },
+    });
+    this.session = session;
+    // Errors end the session ('close' follows); without a listener they would be thrown.
+    session.on("error", () => undefined);
+    // Ready once the driver has spoken HTTP/2 (its SETTINGS), not merely accepted the socket.
+    session.once("remoteSettings", () => {
+      if (this.session !== session) return;
+      this.nextBackoff = this.opts.backoffMs.initial;
+      this.setState("ready");
+    });
+    session.once("goaway", () => this.lost(session));
+    session.once("close", () => this.lost(session));
+    // An idle connection to a local socket costs nothing: never let it look like a driver restart.
+    session.unref();
+  }
+
+  /** The session ended, is going away, or cannot take another stream: dial anew after the backoff. */
+  private lost(session: http2.ClientHttp2Session): void {
+    if (this.session !== session || this.current === "closed") return;
+    this.session = undefined;
+    // Calls in flight on a session the driver sent GOAWAY for may still finish; close() lets them.
+    if (!session.closed) session.close();
+    this.setState("failure");
+    const wait = this.nextBackoff * (1 - JITTER + Math.random() * 2 * JITTER);
+    this.nextBackoff = Math.min(this.nextBackoff * BACKOFF_GROWTH, this.opts.backoffMs.max);
+    this.timer = setTimeout(() => this.dial(), wait);
+    this.timer.unref();
+  }
+}

@@ -1,0 +1,217 @@
+// The sidecar's own gRPC client for the driver (sidecar/driver/h2-channel.ts, h2-unary.ts) against
+// an HTTP/2 server on a unix socket that answers the way a driver, a broken driver or a dying one
+// can: every outcome must be the status grpc-js would have given, so the driver's own statuses
+// still reach the caller unchanged and a broken answer never looks like a good one.
+import { after, afterEach, test } from "node:test";
+import assert from "node:assert/strict";
+import * as http2 from "node:http2";
+import { join } from "node:path";
+import { status } from "@grpc/grpc-js";
+import { DriverChannel } from "../../sidecar/driver/h2-channel.js";
+import { MAX_RECEIVE_BYTES } from "../../sidecar/driver/h2-unary.js";
+import { rawMethod, type DriverCallError } from "../../sidecar/driver/unary.js";
+import { tempDir } from "../support/proc.js";
+import { waitFor } from "../support/wait.js";
+
+type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, body: Buffer) => void;
+
+const method = rawMethod("/test.v1.Driver/Call");
+const opened: { close(): void }[] = [];
+afterEach(() => opened.splice(0).forEach((o) => o.close()));
+after(() => opened.forEach((o) => o.close()));
+
+/** A gRPC-shaped frame: compression flag, big-endian length, bytes. */
+function frame(bytes: Buffer, { compressed = false, length = bytes.length } = {}): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = compressed ? 1 : 0;
+  head.writeUInt32BE(length, 1);
+  return Buffer.concat([head, bytes]);
+}
+
+/** An HTTP/2 server on a fresh socket; each stream is answered by `handler` once its request body is in. */
+async function serve(handler: Handler): Promise<{ socket: string; server: http2.Http2Server; sessions: http2.ServerHttp2Session[] }> {
+  const socket = join(tempDir(), "driver.sock");
+  const server = http2.createServer();
+  const sessions: http2.ServerHttp2Session[] = [];
+  server.on("session", (s) => sessions.push(s));
+  server.on("stream", (stream, headers) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("error", () => undefined);
+    stream.on("end", () => handler(stream, headers, Buffer.concat(chunks)));
+  });
+  await new Promise<void>((resolve) => server.listen(socket, resolve));
+  opened.push({ close: () => (sessions.forEach((s) => s.destroy()), server.close()) });
+  return { socket, server, sessions };
+}
+
+async function channelTo(socket: string): Promise<DriverChannel> {
+  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 20, max: 20 } });
+  opened.push(channel);
+  assert.equal(await channel.waitReady(Date.now() + 5_000), true, "the channel connects");
+  return channel;
+}
+
+const call = (channel: DriverChannel, opts: { deadlineMs?: number; signal?: AbortSignal } = {}) =>
+  channel.unary(method, Buffer.from("ping"), { deadline: Date.now() + (opts.deadlineMs ?? 5_000), signal: opts.signal });
+
+async function failure(p: Promise<unknown>): Promise<DriverCallError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as DriverCallError;
+  }
+  throw new Error("the call succeeded");
+}
+
+const ok = (stream: http2.ServerHttp2Stream, body: Buffer) => {
+  stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+  stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+  stream.end(body);
+};
+
+test("a call sends one framed message with the gRPC headers and its deadline, and returns the answer's message", async () => {
+  let seen: { headers: http2.IncomingHttpHeaders; body: Buffer } | undefined;
+  const { socket } = await serve((stream, headers, body) => {
+    seen = { headers, body };
+    ok(stream, frame(Buffer.from("pong")));
+  });
+  const answer = await call(await channelTo(socket), { deadlineMs: 3_000 });
+  assert.equal(answer.toString(), "pong");
+  assert.equal(seen!.headers[":path"], "/test.v1.Driver/Call");
+  assert.equal(seen!.headers["content-type"], "application/grpc");
+  assert.equal(seen!.headers["te"], "trailers");
+  const timeout = /^(\d+)m$/.exec(String(seen!.headers["grpc-timeout"]));
+  assert.ok(timeout && Number(timeout[1]) <= 3_000 && Number(timeout[1]) > 2_000, `grpc-timeout ${seen!.headers["grpc-timeout"]}`);
+  assert.deepEqual(seen!.body, frame(Buffer.from("ping")));
+});
+
+test("the driver's own status passes through: trailers-only and after headers, message percent-decoded, metadata kept", async () => {
+  let n = 0;
+  const { socket } = await serve((stream) => {
+    if (n++ === 0) {
+      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "5", "grpc-message": "volume caf%C3%A9 not found", "x-driver": "a" }, { endStream: true });
+      return;
+    }
+    stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+    stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "10", "grpc-message": "volume is busy" }));
+    stream.end();
+  });
+  const channel = await channelTo(socket);
+  const first = await failure(call(channel));
+  assert.equal(first.code, status.NOT_FOUND);
+  assert.equal(first.details, "volume café not found");
+  assert.deepEqual(first.metadata.get("x-driver"), ["a"]);
+  const second = await failure(call(channel));
+  assert.equal(second.code, status.ABORTED);
+  assert.equal(second.details, "volume is busy");
+});
+
+test("broken answers get grpc-js's statuses: HTTP errors, another content type, compression, sizes, counts", async () => {
+  const cases: { name: string; code: status; answer: (stream: http2.ServerHttp2Stream) => void }[] = [
+    { name: "HTTP 404", code: status.UNIMPLEMENTED, answer: (s) => s.respond({ ":status": 404 }, { endStream: true }) },
+    { name: "HTTP 503", code: status.UNAVAILABLE, answer: (s) => s.respond({ ":status": 503 }, { endStream: true }) },
+    { name: "not gRPC", code: status.UNKNOWN, answer: (s) => (s.respond({ ":status": 200, "content-type": "text/html" }), s.end("<html>")) },
+    { name: "a compressed message", code: status.INTERNAL, answer: (s) => ok(s, frame(Buffer.from("pong"), { compressed: true })) },
+    { name: "a message over the limit", code: status.RESOURCE_EXHAUSTED, answer: (s) => ok(s, frame(Buffer.alloc(8), { length: MAX_RECEIVE_BYTES + 1 })) },
+    { name: "two messages", code: status.UNIMPLEMENTED, answer: (s) => ok(s, Buffer.concat([frame(Buffer.from("a")), frame(Buffer.from("b"))])) },
+    { name: "OK and no message", code: status.UNIMPLEMENTED, answer: (s) => ok(s, Buffer.alloc(0)) },
+    { name: "a message cut short", code: status.INTERNAL, answer: (s) => ok(s, frame(Buffer.from("pon"), { length: 10 })) },
+    { name: "a cut length prefix", code: status.INTERNAL, answer: (s) => ok(s, Buffer.from([0, 0])) },
+    { name: "no status at all", code: status.INTERNAL, answer: (s) => (s.respond({ ":status": 200, "content-type": "application/grpc" }), s.end(frame(Buffer.from("pong")))) },
+    { name: "a refused stream", code: status.UNAVAILABLE, answer: (s) => s.close(http2.constants.NGHTTP2_REFUSED_STREAM) },
+    { name: "an unparsable status", code: status.UNKNOWN, answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "x" }, { endStream: true }) },
+  ];
+  let answer: (stream: http2.ServerHttp2Stream) => void = () => undefined;
+  const { socket } = await serve((stream) => answer(stream));
+  const channel = await channelTo(socket);
+  for (const c of cases) {
+    answer = c.answer;
+    const err = await failure(call(channel));
+    assert.equal(err.code, c.code, `${c.name}: ${err.details}`);
+  }
+  assert.equal(channel.state, "ready", "broken answers leave the connection in use");
+});
+
+test("the deadline ends a call the driver does not answer, and the driver's stream is reset", async () => {
+  let reset: number | undefined;
+  const { socket } = await serve((stream) => stream.on("close", () => (reset = stream.rstCode)));
+  const err = await failure(call(await channelTo(socket), { deadlineMs: 150 }));
+  assert.equal(err.code, status.DEADLINE_EXCEEDED);
+  await waitFor("the driver's stream to be reset", () => reset === http2.constants.NGHTTP2_CANCEL);
+});
+
+test("cancelling ends the call CANCELLED and resets the driver's stream; an aborted signal never starts one", async () => {
+  let arrived = 0;
+  let reset: number | undefined;
+  const { socket } = await serve((stream) => {
+    arrived++;
+    stream.on("close", () => (reset = stream.rstCode));
+  });
+  const channel = await channelTo(socket);
+  const abort = new AbortController();
+  const pending = failure(call(channel, { signal: abort.signal }));
+  await waitFor("the call at the driver", () => arrived === 1);
+  abort.abort();
+  assert.equal((await pending).code, status.CANCELLED);
+  await waitFor("the driver's stream to be reset", () => reset === http2.constants.NGHTTP2_CANCEL);
+  assert.equal((await failure(call(channel, { signal: abort.signal }))).code, status.CANCELLED);
+  assert.equal(arrived, 1, "nothing reached the driver for the call cancelled before it started");
+});
+
+test("a driver that goes away: calls in flight end UNAVAILABLE, new calls fail at once, and it is dialled again when back", async () => {
+  let arrived = 0;
+  const first = await serve(() => arrived++);
+  const channel = await channelTo(first.socket);
+  const pending = failure(call(channel));
+  await waitFor("the call at the driver", () => arrived === 1);
+  first.sessions.forEach((s) => s.destroy());
+  first.server.close();
+  assert.equal((await pending).code, status.UNAVAILABLE);
+  await waitFor("the channel to see it gone", () => channel.state === "failure" || channel.state === "connecting");
+  const early = await failure(call(channel));
+  assert.equal(early.code, status.UNAVAILABLE);
+  assert.match(early.details, /driver not connected/);
+
+  // Back on the same path: the channel dials it again by itself.
+  const { rmSync } = await import("node:fs");
+  rmSync(first.socket, { force: true });
+  const back = http2.createServer();
+  back.on("stream", (stream) => {
+    stream.on("data", () => undefined);
+    stream.on("end", () => ok(stream, frame(Buffer.from("again"))));
+  });
+  await new Promise<void>((resolve) => back.listen(first.socket, resolve));
+  opened.push({ close: () => back.close() });
+  assert.equal(await channel.waitReady(Date.now() + 5_000), true);
+  assert.equal((await call(channel)).toString(), "again");
+});
+
+test("a GOAWAY from the driver lets the call in flight finish and moves new calls to a new connection", async () => {
+  const held: http2.ServerHttp2Stream[] = [];
+  const { socket, sessions } = await serve((stream) => held.push(stream));
+  const channel = await channelTo(socket);
+  const pending = call(channel);
+  await waitFor("the call at the driver", () => held.length === 1);
+  sessions[0]!.goaway(http2.constants.NGHTTP2_NO_ERROR);
+  await waitFor("a second connection", () => sessions.length === 2 && channel.state === "ready");
+  ok(held[0]!, frame(Buffer.from("finished")));
+  assert.equal((await pending).toString(), "finished");
+  const next = call(channel);
+  await waitFor("the next call at the driver", () => held.length === 2);
+  ok(held[1]!, frame(Buffer.from("new")));
+  assert.equal((await next).toString(), "new");
+});
+
+test("closing the channel ends what is in flight UNAVAILABLE and it never dials again", async () => {
+  let arrived = 0;
+  const { socket, sessions } = await serve(() => arrived++);
+  const channel = await channelTo(socket);
+  const pending = failure(call(channel));
+  await waitFor("the call at the driver", () => arrived === 1);
+  channel.close();
+  assert.equal((await pending).code, status.UNAVAILABLE);
+  assert.equal(channel.state, "closed");
+  assert.equal(await channel.waitReady(Date.now() + 100), false);
+  assert.equal(sessions.length, 1);
+});
