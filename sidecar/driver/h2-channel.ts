@@ -31,6 +31,8 @@ export class DriverChannel extends EventEmitter<Events> {
   private current: ChannelState = "connecting";
   private nextBackoff: number;
   private timer: NodeJS.Timeout | undefined;
+  /** The socket changed while a dial was in flight: if that dial fails, the next one goes at once. */
+  private changedWhileDialling = false;
 
   constructor(private readonly opts: DriverChannelOptions) {
     super();
@@ -61,8 +63,17 @@ export class DriverChannel extends EventEmitter<Events> {
     await this.waitFor((s) => s !== "ready", Infinity);
   }
 
-  /** Between attempts (after a failed dial or a loss): dial now instead of when the backoff ends. */
+  /**
+   * The socket file changed: between attempts, dial now instead of when the backoff ends, and
+   * start the backoff over. A restarted driver removes the old socket (a change too), binds the
+   * new one (a change: the file exists) and only then listens, so a dial at the first change, or
+   * right after the bind, can still be refused: the next one goes at once if the change came while
+   * that dial was in flight, else after the shortest backoff, not the longest it had grown to.
+   */
   dialNow(): void {
+    if (this.current === "closed" || this.current === "ready") return;
+    this.nextBackoff = this.opts.backoffMs.initial;
+    if (this.current === "connecting") this.changedWhileDialling = true;
     if (this.current !== "failure") return;
     clearTimeout(this.timer);
     this.dial();
@@ -112,6 +123,7 @@ export class DriverChannel extends EventEmitter<Events> {
     session.once("remoteSettings", () => {
       if (this.session !== session) return;
       this.nextBackoff = this.opts.backoffMs.initial;
+      this.changedWhileDialling = false;
       this.setState("ready");
     });
     session.once("goaway", () => this.lost(session));
@@ -127,6 +139,11 @@ export class DriverChannel extends EventEmitter<Events> {
     // Calls in flight on a session the driver sent GOAWAY for may still finish; close() lets them.
     if (!session.closed) session.close();
     this.setState("failure");
+    if (this.changedWhileDialling) {
+      this.changedWhileDialling = false;
+      this.dial();
+      return;
+    }
     const wait = this.nextBackoff * (1 - JITTER + Math.random() * 2 * JITTER);
     this.nextBackoff = Math.min(this.nextBackoff * BACKOFF_GROWTH, this.opts.backoffMs.max);
     this.timer = setTimeout(() => this.dial(), wait);

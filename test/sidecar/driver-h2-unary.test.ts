@@ -215,3 +215,40 @@ test("closing the channel ends what is in flight UNAVAILABLE and it never dials 
   assert.equal(await channel.waitReady(Date.now() + 100), false);
   assert.equal(sessions.length, 1);
 });
+
+test("a socket change seen while a dial is in flight: if that dial fails, the next goes at once, not after the backoff", async () => {
+  const socket = join(tempDir(), "driver.sock");
+  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 60_000, max: 60_000 } });
+  opened.push(channel);
+  const dials: number[] = [];
+  channel.on("state", (s) => s === "connecting" && dials.push(Date.now()));
+  await waitFor("the first dial to fail (no socket yet)", () => channel.state === "failure");
+  // The old socket removed: a change between attempts dials at once; then the new socket bound
+  // while that dial is still in flight (it will fail: nothing listens yet).
+  channel.dialNow();
+  assert.equal(channel.state, "connecting");
+  channel.dialNow();
+  const server = http2.createServer();
+  await new Promise<void>((resolve) => server.listen(socket, resolve));
+  opened.push({ close: () => server.close() });
+  // Not a minute of backoff: the dial after the failed one finds the driver.
+  assert.equal(await channel.waitReady(Date.now() + 5_000), true);
+  assert.ok(dials.length >= 2, `dials: ${dials.length}`);
+});
+
+test("a socket change starts the backoff over: a dial refused right after it is tried again after the shortest wait", async () => {
+  const socket = join(tempDir(), "driver.sock");
+  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 50, max: 60_000 } });
+  opened.push(channel);
+  const failures: number[] = [];
+  channel.on("state", (s) => s === "failure" && failures.push(Date.now()));
+  // Refused dials grow the backoff (50 ms x 1.6 each) until the next wait is several seconds.
+  await waitFor("the backoff to grow past 3 s", () => failures.length >= 9, { timeoutMs: 30_000 });
+  // A change, and the dial it makes refused too (bound, not listening yet: here, nothing at all).
+  channel.dialNow();
+  await waitFor("the dial after the change to fail", () => failures.length >= 10 && channel.state === "failure");
+  const server = http2.createServer();
+  await new Promise<void>((resolve) => server.listen(socket, resolve));
+  opened.push({ close: () => server.close() });
+  assert.equal(await channel.waitReady(Date.now() + 2_000), true, "dialled again within the shortest backoff, not after seconds");
+});
