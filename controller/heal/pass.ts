@@ -11,7 +11,8 @@ import { backoffMs, isRetryable } from "../plan/retry.js";
 import { canRun } from "../plan/trigger.js";
 import type { HealerCapabilities, Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
 import type { Reporter } from "../report/reporter.js";
-import { CallError, type SidecarConnection } from "../sidecars/connection.js";
+import { CallError } from "../../common/grpc/call-error.js";
+import type { SidecarConnection } from "../sidecars/connection.js";
 import type { SidecarPool } from "../sidecars/pool.js";
 import type { WorkQueue } from "./queue.js";
 

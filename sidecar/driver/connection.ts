@@ -9,7 +9,8 @@ import {
   type Capability,
 } from "../../proto/gen/identity/identity.js";
 import type { Logger } from "../../common/log/logger.js";
-import { grpcCodeName, isServiceError, type MethodDef } from "./unary.js";
+import type { MethodDef } from "../../common/grpc/call-error.js";
+import { grpcCodeName, isServiceError } from "./unary.js";
 import { DriverChannel, type ChannelState } from "./h2-channel.js";
 import { delay } from "../../common/util/delay.js";
 import { SocketWatch } from "./socket-watch.js";

@@ -1,13 +1,12 @@
 // The one HTTP/2 connection to the driver's unix socket, kept open for the life of the sidecar:
 // dialled again with capped, jittered backoff after any loss, at once when the socket file changes.
-// The driver's calls run on it through h2-unary.ts, not through a grpc-js channel: its resolver,
-// load balancer, retry and filter layers do nothing for one local socket, and cost 2-2.5x the
-// client CPU per call of a plain HTTP/2 stream (README, "The sidecar's client for the driver").
+// The driver's calls run on it through common/grpc/h2-unary.ts, not through a grpc-js channel
+// (that module says why).
 import * as http2 from "node:http2";
 import { connect as netConnect } from "node:net";
 import { EventEmitter } from "node:events";
-import { h2Unary, type UnaryOptions } from "./h2-unary.js";
-import { DriverCallError, type MethodDef } from "./unary.js";
+import { CallError, type MethodDef } from "../../common/grpc/call-error.js";
+import { h2Unary, type UnaryOptions } from "../../common/grpc/h2-unary.js";
 
 /** Where the connection stands: "failure" is between a failed dial (or a loss) and the next dial. */
 export type ChannelState = "connecting" | "ready" | "failure" | "closed";
@@ -48,7 +47,7 @@ export class DriverChannel extends EventEmitter<Events> {
   unary<Req, Res>(def: MethodDef<Req, Res>, request: Req, opts: UnaryOptions): Promise<Res> {
     const session = this.session;
     if (this.current !== "ready" || session === undefined) {
-      return Promise.reject(new DriverCallError(14, `driver not connected (${this.current}) at ${this.opts.socketPath}`));
+      return Promise.reject(new CallError(14, `driver not connected (${this.current}) at ${this.opts.socketPath}`));
     }
     return h2Unary(session, def, request, opts, () => this.lost(session));
   }

@@ -1,24 +1,7 @@
-// What a call to the driver is described by, and how it fails: a method definition (generated or
-// raw bytes) and an error carrying the driver's gRPC status, which the sidecar passes on unchanged.
+// Calls to the driver: raw pass-through methods, and telling its gRPC statuses apart (which the
+// sidecar passes on unchanged).
 import * as grpc from "@grpc/grpc-js";
-
-export interface MethodDef<Req, Res> {
-  path: string;
-  requestSerialize: (value: Req) => Buffer;
-  responseDeserialize: (value: Buffer) => Res;
-}
-
-/** A driver call that ended with a status other than OK (its own, or one the transport gave it). */
-export class DriverCallError extends Error implements grpc.ServiceError {
-  constructor(
-    readonly code: grpc.status,
-    readonly details: string,
-    readonly metadata: grpc.Metadata = new grpc.Metadata(),
-  ) {
-    super(`${code} ${grpcCodeName(code)}: ${details}`);
-    this.name = "DriverCallError";
-  }
-}
+import type { MethodDef } from "../../common/grpc/call-error.js";
 
 /** A method definition that moves raw bytes, for transparent pass-through. */
 export function rawMethod(path: string): MethodDef<Buffer, Buffer> {

@@ -7,7 +7,7 @@ import {
   type ReplicationSource as SpecSource,
 } from "../../proto/gen/replication/replication.js";
 import type * as up from "../../proto/gen/proto/replication.js";
-import type { MethodDef } from "../driver/unary.js";
+import type { MethodDef } from "../../common/grpc/call-error.js";
 import { invalidArgument } from "../errors.js";
 import type { CallContext, Next } from "../server/context.js";
 import { NEEDS, type Need } from "./capabilities.js";

@@ -6,7 +6,8 @@ import * as grpc from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import { WorkQueue, type WorkItem } from "../../controller/heal/queue.js";
 import { HealPass, type PassDeps } from "../../controller/heal/pass.js";
-import { CallError, type HealAnswer, type SidecarConnection } from "../../controller/sidecars/connection.js";
+import { CallError } from "../../common/grpc/call-error.js";
+import type { HealAnswer, SidecarConnection } from "../../controller/sidecars/connection.js";
 import { SidecarPool } from "../../controller/sidecars/pool.js";
 import { Reporter, type HealOutcome } from "../../controller/report/reporter.js";
 import type { EventRecorder } from "../../controller/report/events.js";
@@ -242,7 +243,7 @@ function fake(
     },
   };
   // A real pool (connection states, forget, close) whose every lookup finds the fake connection.
-  const pool = new SidecarPool({ podIP: async () => undefined }, { credentials: grpc.credentials.createInsecure(), options: {} }, () => undefined);
+  const pool = new SidecarPool({ podIP: async () => undefined }, {}, () => undefined);
   pool.resolve = async () => (resolves++, conn as unknown as SidecarConnection);
   const deps: PassDeps = {
     queue: o.queue ?? new WorkQueue({ perNode: 4, global: 4 }),
@@ -758,7 +759,7 @@ test("controller: a deleted CSIAddonsNode leaves nothing behind: no connection s
       signal.addEventListener("abort", () => ((podReadAborted = true), reject(new Error("aborted"))), { once: true }),
     );
   };
-  g.deps.pool = new SidecarPool({ podIP }, { credentials: grpc.credentials.createInsecure(), options: {} }, () => undefined);
+  g.deps.pool = new SidecarPool({ podIP }, {}, () => undefined);
   const r = controllerOf(g, { ...SIDECAR, endpoint: "pod://plugin.csi:9070", annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
   t.after(() => r.c.close());
   r.c.lead();

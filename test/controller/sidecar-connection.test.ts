@@ -6,7 +6,8 @@ import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";
-import { CallError, SidecarConnection } from "../../controller/sidecars/connection.js";
+import { CallError } from "../../common/grpc/call-error.js";
+import { SidecarConnection } from "../../controller/sidecars/connection.js";
 import { channelSetup } from "../../controller/sidecars/credentials.js";
 import type { SidecarTls } from "../../controller/config/config.js";
 import { makeTlsFiles } from "../sidecar/secure-sidecar.js";
@@ -32,9 +33,11 @@ interface FakeSidecar {
   heal: (req: HealVolumeRequest) => HealVolumeResponse | grpc.ServiceError | Promise<HealVolumeResponse | grpc.ServiceError>;
   /** PVs of the HealVolume calls the client cancelled. */
   cancelled?: string[];
+  /** Set by serve(): stops the server at once, ending its connections. */
+  stop?: () => void;
 }
 
-async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.ServerCredentials.createInsecure()): Promise<string> {
+async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.ServerCredentials.createInsecure(), at = "127.0.0.1:0"): Promise<string> {
   const server = new grpc.Server();
   const record = (method: string, call: grpc.ServerUnaryCall<unknown, unknown>) => {
     const deadline = call.getDeadline();
@@ -71,12 +74,13 @@ async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.Serve
     },
     getVolumeHealth: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED }),
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", credentials, (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync(at, credentials, (err, p) => (err ? reject(err) : resolve(p))));
   t.after(() => server.forceShutdown());
+  fake.stop = () => server.forceShutdown();
   return `127.0.0.1:${port}`;
 }
 
-const plaintext = { credentials: grpc.credentials.createInsecure(), options: {} };
+const plaintext = {};
 const healed = (): HealVolumeResponse => ({ result: Result.HEALED, health: { state: State.HEALTHY, reason: "", message: "" }, message: "re-staged", volumeId: "vol-1" });
 
 function connect(t: TestContext, address: string, token: () => string | undefined = () => "tok-1"): SidecarConnection {
@@ -183,4 +187,26 @@ test("TLS (channelSetup): verified against --sidecar-ca-file under --sidecar-tls
   assert.equal(await reaches({ ...verified, serverName: "sidecar.example.com" }), false, "a certificate for another name");
   assert.equal(await reaches({ enabled: true, caFile: undefined, serverName: undefined, insecureSkipVerify: true }), true);
   assert.equal(await reaches({ enabled: false, caFile: undefined, serverName: undefined, insecureSkipVerify: false }), false, "plaintext to a TLS port");
+});
+
+test("one connection for every call; a sidecar restarted on its address is dialled again by the next call; one nobody answers fails within the call's deadline", async (t) => {
+  const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: healed };
+  const address = await serve(t, fake);
+  const conn = connect(t, address);
+  await Promise.all([conn.heal("pv-1", "ALWAYS", 5_000), conn.heal("pv-2", "ALWAYS", 5_000), conn.serving(5_000)]);
+  fake.stop!();
+  await assert.rejects(conn.heal("pv-3", "ALWAYS", 2_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAVAILABLE);
+  await serve(t, fake, undefined, address);
+  assert.deepEqual(await conn.heal("pv-4", "ALWAYS", 5_000), { result: "HEALED", health: "HEALTHY", message: "re-staged" });
+  assert.deepEqual(fake.seen.filter((s) => s.method === "HealVolume").map((s) => (s.request as HealVolumeRequest).pvName), ["pv-1", "pv-2", "pv-4"]);
+
+  // A listener that never answers the TLS or HTTP/2 handshake: the call ends at its deadline, not the connect timeout.
+  const { createServer } = await import("node:net");
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  t.after(() => silent.close());
+  const mute = connect(t, `127.0.0.1:${(silent.address() as { port: number }).port}`);
+  const started = Date.now();
+  await assert.rejects(mute.heal("pv-5", "ALWAYS", 300), (err: unknown) => err instanceof CallError && err.code === grpc.status.DEADLINE_EXCEEDED);
+  assert.ok(Date.now() - started < 5_000);
 });

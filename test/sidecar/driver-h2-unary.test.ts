@@ -1,4 +1,4 @@
-// The sidecar's own gRPC client for the driver (sidecar/driver/h2-channel.ts, h2-unary.ts) against
+// The sidecar's own gRPC client for the driver (sidecar/driver/h2-channel.ts, common/grpc/h2-unary.ts) against
 // an HTTP/2 server on a unix socket that answers the way a driver, a broken driver or a dying one
 // can: every outcome must be the status grpc-js would have given, so the driver's own statuses
 // still reach the caller unchanged and a broken answer never looks like a good one.
@@ -8,8 +8,9 @@ import * as http2 from "node:http2";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
 import { DriverChannel } from "../../sidecar/driver/h2-channel.js";
-import { MAX_RECEIVE_BYTES } from "../../sidecar/driver/h2-unary.js";
-import { rawMethod, type DriverCallError } from "../../sidecar/driver/unary.js";
+import type { CallError } from "../../common/grpc/call-error.js";
+import { MAX_RECEIVE_BYTES } from "../../common/grpc/h2-unary.js";
+import { rawMethod } from "../../sidecar/driver/unary.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
 
@@ -55,11 +56,11 @@ async function channelTo(socket: string): Promise<DriverChannel> {
 const call = (channel: DriverChannel, opts: { deadlineMs?: number; signal?: AbortSignal } = {}) =>
   channel.unary(method, Buffer.from("ping"), { deadline: Date.now() + (opts.deadlineMs ?? 5_000), signal: opts.signal });
 
-async function failure(p: Promise<unknown>): Promise<DriverCallError> {
+async function failure(p: Promise<unknown>): Promise<CallError> {
   try {
     await p;
   } catch (err) {
-    return err as DriverCallError;
+    return err as CallError;
   }
   throw new Error("the call succeeded");
 }

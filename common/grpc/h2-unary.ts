@@ -1,20 +1,25 @@
 // One gRPC unary call as one HTTP/2 stream (the gRPC-over-HTTP/2 protocol: a length-prefixed
 // message each way, the status in the trailers), with the statuses grpc-js would give for the same
-// failures, so that what the driver answers still reaches the caller unchanged.
+// failures, so that what the peer answers reaches the caller unchanged. The sidecar's calls to its
+// driver and the controller's to the sidecars go this way rather than through grpc-js channels:
+// their resolver, load-balancing, retry and filter layers do nothing for one known peer and cost
+// 2-2.5x the client CPU per call of a plain HTTP/2 stream (README, "Our own gRPC client").
 import * as http2 from "node:http2";
 import { Metadata, status as Code } from "@grpc/grpc-js";
-import { DriverCallError, type MethodDef } from "./unary.js";
+import { CallError, type MethodDef } from "./call-error.js";
 
 export interface UnaryOptions {
   /** Absolute deadline (ms since epoch): sent as grpc-timeout and enforced here. */
   deadline: number;
   /** Cancels the call (RST_STREAM CANCEL) unless its deadline has passed (then DEADLINE_EXCEEDED wins). */
   signal?: AbortSignal;
+  /** Request metadata (e.g. authorization), and pseudo-headers such as :authority. */
+  headers?: Readonly<Record<string, string>>;
 }
 
-/** The most a driver's answer may hold, as grpc-js's and grpc-go's clients allow by default. */
+/** The most an answer may hold, as grpc-js's and grpc-go's clients allow by default. */
 export const MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
-const USER_AGENT = "csi-addons-healer-sidecar";
+const USER_AGENT = "csi-addons-healer";
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_INADEQUATE_SECURITY } = http2.constants;
 
 /**
@@ -30,9 +35,9 @@ export function h2Unary<Req, Res>(
 ): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
     const { deadline, signal } = opts;
-    if (signal?.aborted) return reject(new DriverCallError(Code.CANCELLED, "call cancelled before it started"));
+    if (signal?.aborted) return reject(new CallError(Code.CANCELLED, "call cancelled before it started"));
     const timeoutMs = Math.ceil(deadline - Date.now());
-    if (timeoutMs <= 0) return reject(new DriverCallError(Code.DEADLINE_EXCEEDED, "deadline exceeded before the call started"));
+    if (timeoutMs <= 0) return reject(new CallError(Code.DEADLINE_EXCEEDED, "deadline exceeded before the call started"));
     const body = def.requestSerialize(request);
     let stream: http2.ClientHttp2Stream;
     try {
@@ -44,10 +49,11 @@ export function h2Unary<Req, Res>(
         "grpc-timeout": grpcTimeout(timeoutMs),
         "grpc-accept-encoding": "identity",
         "user-agent": USER_AGENT,
+        ...opts.headers,
       });
     } catch (err) {
       unusable();
-      return reject(new DriverCallError(Code.UNAVAILABLE, `the connection to the driver cannot take a call: ${(err as Error).message}`));
+      return reject(new CallError(Code.UNAVAILABLE, `the connection cannot take a call: ${(err as Error).message}`));
     }
 
     let settled = false;
@@ -58,7 +64,7 @@ export function h2Unary<Req, Res>(
     /** 5 + the message's length, once its prefix has arrived. */
     let expected = -1;
 
-    const settle = (err: DriverCallError | undefined, value?: Res) => {
+    const settle = (err: CallError | undefined, value?: Res) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -67,7 +73,7 @@ export function h2Unary<Req, Res>(
       if (!stream.closed) stream.close(NGHTTP2_CANCEL);
       reject(err);
     };
-    const fail = (code: number, details: string, metadata?: http2.IncomingHttpHeaders) => settle(new DriverCallError(code, details, toMetadata(metadata)));
+    const fail = (code: number, details: string, metadata?: http2.IncomingHttpHeaders) => settle(new CallError(code, details, toMetadata(metadata)));
     const timer = setTimeout(() => fail(Code.DEADLINE_EXCEEDED, `deadline of ${timeoutMs} ms exceeded`), timeoutMs);
     const onAbort = () => {
       if (Date.now() < deadline) fail(Code.CANCELLED, "call cancelled");
@@ -80,7 +86,7 @@ export function h2Unary<Req, Res>(
       if (headers["grpc-status"] !== undefined) status = readStatus(headers);
       else if (httpStatus !== 200) fail(...httpStatusToGrpc(httpStatus));
       else if (!String(headers["content-type"] ?? "").startsWith("application/grpc")) {
-        fail(Code.UNKNOWN, `the driver answered with content-type ${headers["content-type"] ?? "(none)"}, not application/grpc`);
+        fail(Code.UNKNOWN, `the peer answered with content-type ${headers["content-type"] ?? "(none)"}, not application/grpc`);
       }
     });
     stream.on("data", (chunk: Buffer) => {
@@ -89,9 +95,9 @@ export function h2Unary<Req, Res>(
       // Checked as the prefix arrives, so a huge or compressed message is refused before it is all here.
       if (expected < 0 && received >= 5) {
         const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
-        if (head[0]! & 1) return fail(Code.INTERNAL, "the driver sent a compressed message although the call accepted only identity");
+        if (head[0]! & 1) return fail(Code.INTERNAL, "the peer sent a compressed message although the call accepted only identity");
         const length = head.readUInt32BE(1);
-        if (length > MAX_RECEIVE_BYTES) return fail(Code.RESOURCE_EXHAUSTED, `the driver's answer of ${length} bytes exceeds the limit of ${MAX_RECEIVE_BYTES}`);
+        if (length > MAX_RECEIVE_BYTES) return fail(Code.RESOURCE_EXHAUSTED, `the answer of ${length} bytes exceeds the limit of ${MAX_RECEIVE_BYTES}`);
         expected = 5 + length;
       }
       if (expected >= 0 && received > expected) fail(Code.UNIMPLEMENTED, "Too many responses received");
@@ -106,15 +112,15 @@ export function h2Unary<Req, Res>(
       if (status !== undefined) {
         if (status.code !== Code.OK) return fail(status.code, status.details, status.metadata);
         if (expected < 0) {
-          return received === 0 ? fail(Code.UNIMPLEMENTED, "No message received") : fail(Code.INTERNAL, "the driver's answer ended inside its length prefix");
+          return received === 0 ? fail(Code.UNIMPLEMENTED, "No message received") : fail(Code.INTERNAL, "the answer ended inside its length prefix");
         }
-        if (received !== expected) return fail(Code.INTERNAL, `the driver's answer ended after ${received - 5} of ${expected - 5} bytes`);
+        if (received !== expected) return fail(Code.INTERNAL, `the answer ended after ${received - 5} of ${expected - 5} bytes`);
         const all = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
         let value: Res;
         try {
           value = def.responseDeserialize(all.subarray(5));
         } catch (err) {
-          return fail(Code.INTERNAL, `the driver's answer could not be decoded: ${(err as Error).message}`);
+          return fail(Code.INTERNAL, `the answer could not be decoded: ${(err as Error).message}`);
         }
         return settle(undefined, value);
       }
@@ -151,15 +157,15 @@ function readStatus(h: http2.IncomingHttpHeaders): { code: number; details: stri
 
 /** The status grpc-js gives a stream that ended without one (subchannel-call.ts). */
 function endedWithoutStatus(rstCode: number | undefined, httpStatus: number, connectionLost: boolean): [number, string] {
-  if (connectionLost) return [Code.UNAVAILABLE, "connection to the driver lost"];
+  if (connectionLost) return [Code.UNAVAILABLE, "connection lost"];
   switch (rstCode) {
     case NGHTTP2_NO_ERROR:
     case undefined:
-      return httpStatus !== 0 && httpStatus !== 200 ? httpStatusToGrpc(httpStatus) : [Code.INTERNAL, "the driver ended the call without a gRPC status"];
+      return httpStatus !== 0 && httpStatus !== 200 ? httpStatusToGrpc(httpStatus) : [Code.INTERNAL, "the peer ended the call without a gRPC status"];
     case NGHTTP2_REFUSED_STREAM:
-      return [Code.UNAVAILABLE, "Stream refused by the driver"];
+      return [Code.UNAVAILABLE, "Stream refused by the peer"];
     case NGHTTP2_CANCEL:
-      return [Code.CANCELLED, "Call cancelled by the driver"];
+      return [Code.CANCELLED, "Call cancelled by the peer"];
     case NGHTTP2_ENHANCE_YOUR_CALM:
       return [Code.RESOURCE_EXHAUSTED, "Bandwidth exhausted or memory limit exceeded"];
     case NGHTTP2_INADEQUATE_SECURITY:
