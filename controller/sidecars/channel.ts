@@ -33,6 +33,11 @@ export class SidecarChannel {
     return h2Unary(session, def, request, { ...opts, headers: { ...this.authority, ...opts.headers } }, () => this.drop(session));
   }
 
+  /** The next call dials a new connection; calls on the current one may finish. */
+  redial(): void {
+    if (this.session) this.drop(this.session);
+  }
+
   get isClosed(): boolean {
     return this.closed;
   }

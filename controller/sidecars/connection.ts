@@ -32,12 +32,18 @@ export class SidecarConnection {
     this.channel = new SidecarChannel(address, setup);
   }
 
-  /** true when the sidecar says SERVING; false when it says anything else or cannot be reached. */
+  /**
+   * true when the sidecar says SERVING; false when it says anything else or cannot be reached. A
+   * health check costs the sidecar nothing, so one left unanswered means the connection (or the
+   * node behind it) is gone without a word: the next call dials a new one rather than waiting on
+   * it until its own deadline; calls still on the old one may finish.
+   */
   async serving(timeoutMs: number): Promise<boolean> {
     try {
       const res = await this.call(HealthService.check, { service: HEALER_SERVICE }, timeoutMs, false);
       return res.status === ServingStatus.SERVING;
-    } catch {
+    } catch (err) {
+      if (err instanceof CallError && err.code === status.DEADLINE_EXCEEDED) this.channel.redial();
       return false;
     }
   }

@@ -13,9 +13,9 @@ import type { SidecarTls } from "../../controller/config/config.js";
 import { makeTlsFiles } from "../sidecar/secure-sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
-import { HealthService, HealthCheckResponse_ServingStatus as Serving } from "../../proto/gen/grpc/health/v1/health.js";
+import { HealthCheckResponse, HealthService, HealthCheckResponse_ServingStatus as Serving } from "../../proto/gen/grpc/health/v1/health.js";
 import { IdentityService, Capability_VolumeHealer_Type as HealerType } from "../../proto/gen/identity/identity.js";
-import { HealVolumeRequest_Mode, VolumeHealerService, type HealVolumeRequest, type HealVolumeResponse } from "../../proto/gen/sidecar/v1/healer.js";
+import { HealVolumeRequest_Mode, HealVolumeResponse, VolumeHealerService, type HealVolumeRequest } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
 
 interface Seen {
@@ -209,4 +209,40 @@ test("one connection for every call; a sidecar restarted on its address is diall
   const started = Date.now();
   await assert.rejects(mute.heal("pv-5", "ALWAYS", 300), (err: unknown) => err instanceof CallError && err.code === grpc.status.DEADLINE_EXCEEDED);
   assert.ok(Date.now() - started < 5_000);
+});
+
+test("a health check left unanswered drops the connection: the next call goes out on a new one, and a call still on the old one finishes", async (t) => {
+  const http2 = await import("node:http2");
+  const sessions: unknown[] = [];
+  let answerHealth = false;
+  const held: (() => void)[] = [];
+  const server = http2.createServer();
+  server.on("session", (s) => sessions.push(s));
+  server.on("stream", (stream, headers) => {
+    stream.on("data", () => undefined);
+    stream.on("end", () => {
+      const answer = () => {
+        stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+        stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+        const body = Buffer.from(headers[":path"] === "/grpc.health.v1.Health/Check" ? HealthCheckResponse.encode({ status: Serving.SERVING }).finish() : HealVolumeResponse.encode(healed()).finish());
+        const head = Buffer.alloc(5);
+        head.writeUInt32BE(body.length, 1);
+        stream.end(Buffer.concat([head, body]));
+      };
+      if (headers[":path"] === "/grpc.health.v1.Health/Check" && !answerHealth) return;
+      if (headers[":path"] === "/sidecar.v1.VolumeHealer/HealVolume" && sessions.length === 1) return void held.push(answer);
+      answer();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => (sessions.forEach((s) => (s as { destroy(): void }).destroy()), server.close()));
+  const conn = connect(t, `127.0.0.1:${(server.address() as { port: number }).port}`);
+  const slowHeal = conn.heal("pv-1", "ALWAYS", 10_000);
+  await waitFor("the heal at the sidecar", () => held.length === 1);
+  assert.equal(await conn.serving(200), false);
+  answerHealth = true;
+  assert.equal(await conn.serving(2_000), true);
+  assert.equal(sessions.length, 2, "the check after the silent one went out on a new connection");
+  held[0]!();
+  assert.equal((await slowHeal).result, "HEALED", "the heal on the old connection finished");
 });

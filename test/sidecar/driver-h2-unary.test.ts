@@ -253,3 +253,12 @@ test("a socket change starts the backoff over: a dial refused right after it is 
   opened.push({ close: () => server.close() });
   assert.equal(await channel.waitReady(Date.now() + 2_000), true, "dialled again within the shortest backoff, not after seconds");
 });
+
+test("large messages both ways (flow control): 3 MiB out, 3 MiB back, byte for byte", async () => {
+  const { socket } = await serve((stream, _headers, body) => ok(stream, frame(Buffer.from(body.subarray(5)).reverse())));
+  const out = Buffer.alloc(3 * 1024 * 1024);
+  for (let i = 0; i < out.length; i++) out[i] = i % 251;
+  const back = await (await channelTo(socket)).unary(method, out, { deadline: Date.now() + 10_000 });
+  assert.equal(back.length, out.length);
+  assert.ok(back.equals(Buffer.from(out).reverse()));
+});
