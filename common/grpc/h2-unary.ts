@@ -106,9 +106,14 @@ export function h2Unary<Req, Res>(
       status = readStatus(trailers);
     });
     // Every error ends in 'close', where the outcome is decided.
-    stream.on("error", () => undefined);
+    let streamError: string | undefined;
+    stream.on("error", (err: NodeJS.ErrnoException) => (streamError = err.code));
     stream.on("close", () => {
       if (settled) return;
+      if (streamError !== undefined && SESSION_UNUSABLE.has(streamError)) {
+        unusable();
+        return fail(Code.UNAVAILABLE, `the connection cannot take a call (${streamError})`);
+      }
       if (status !== undefined) {
         if (status.code !== Code.OK) return fail(status.code, status.details, status.metadata);
         if (expected < 0) {
@@ -137,6 +142,9 @@ function frame(body: Buffer): Buffer {
   body.copy(out, 5);
   return out;
 }
+
+/** Stream errors that say the session itself takes no more streams (Node reports them on the stream, not by throwing). */
+const SESSION_UNUSABLE = new Set(["ERR_HTTP2_OUT_OF_STREAMS", "ERR_HTTP2_INVALID_SESSION", "ERR_HTTP2_GOAWAY_SESSION"]);
 
 /** gRPC's timeout header: at most 8 digits and a unit. */
 function grpcTimeout(ms: number): string {

@@ -23,6 +23,8 @@ interface Events {
 }
 
 const BACKOFF_GROWTH = 1.6;
+/** grpc-js's minimum connect timeout: a socket that takes the connection but never speaks HTTP/2 is dropped. */
+const CONNECT_TIMEOUT_MS = 20_000;
 const JITTER = 0.2;
 
 export class DriverChannel extends EventEmitter<Events> {
@@ -116,18 +118,22 @@ export class DriverChannel extends EventEmitter<Events> {
       settings: { initialWindowSize: 4 * 1024 * 1024, enablePush: false },
     });
     this.session = session;
+    const timeout = setTimeout(() => session.destroy(), CONNECT_TIMEOUT_MS);
+    timeout.unref();
     // Errors end the session ('close' follows); without a listener they would be thrown.
     session.on("error", () => undefined);
     // Ready once the driver has spoken HTTP/2 (its SETTINGS), not merely accepted the socket.
     session.once("remoteSettings", () => {
+      clearTimeout(timeout);
       if (this.session !== session) return;
       this.nextBackoff = this.opts.backoffMs.initial;
       this.changedWhileDialling = false;
       this.setState("ready");
     });
     session.once("goaway", () => this.lost(session));
-    session.once("close", () => this.lost(session));
-    // An idle connection to a local socket costs nothing: never let it look like a driver restart.
+    session.once("close", () => (clearTimeout(timeout), this.lost(session)));
+    // It does not keep the process alive (the servers do). It has no idle timeout either: an idle
+    // driver must never look like a restarted one.
     session.unref();
   }
 

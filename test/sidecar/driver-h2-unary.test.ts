@@ -102,6 +102,11 @@ test("the driver's own status passes through: trailers-only and after headers, m
   const first = await failure(call(channel));
   assert.equal(first.code, status.NOT_FOUND);
   assert.equal(first.details, "volume café not found");
+  assert.deepEqual(
+    Object.keys(first.metadata.getMap()).filter((k) => k.startsWith(":") || k.startsWith("grpc-") || k === "content-type"),
+    [],
+    "the peer's own metadata only: no pseudo-headers, grpc-* or content-type",
+  );
   assert.deepEqual(first.metadata.get("x-driver"), ["a"]);
   const second = await failure(call(channel));
   assert.equal(second.code, status.ABORTED);
@@ -109,18 +114,29 @@ test("the driver's own status passes through: trailers-only and after headers, m
 });
 
 test("broken answers get grpc-js's statuses: HTTP errors, another content type, compression, sizes, counts", async () => {
-  const cases: { name: string; code: status; answer: (stream: http2.ServerHttp2Stream) => void }[] = [
-    { name: "HTTP 404", code: status.UNIMPLEMENTED, answer: (s) => s.respond({ ":status": 404 }, { endStream: true }) },
-    { name: "HTTP 503", code: status.UNAVAILABLE, answer: (s) => s.respond({ ":status": 503 }, { endStream: true }) },
+  const cases: { name: string; code: status; details?: RegExp; answer: (stream: http2.ServerHttp2Stream) => void }[] = [
+    ...([
+      [400, status.INTERNAL],
+      [401, status.UNAUTHENTICATED],
+      [403, status.PERMISSION_DENIED],
+      [404, status.UNIMPLEMENTED],
+      [429, status.UNAVAILABLE],
+      [500, status.UNKNOWN],
+      [502, status.UNAVAILABLE],
+      [503, status.UNAVAILABLE],
+      [504, status.UNAVAILABLE],
+    ] as const).map(([http, code]) => ({ name: `HTTP ${http}`, code, details: new RegExp(`HTTP status code ${http}`), answer: (s: http2.ServerHttp2Stream) => s.respond({ ":status": http }, { endStream: true }) })),
     { name: "not gRPC", code: status.UNKNOWN, answer: (s) => (s.respond({ ":status": 200, "content-type": "text/html" }), s.end("<html>")) },
     { name: "a compressed message", code: status.INTERNAL, answer: (s) => ok(s, frame(Buffer.from("pong"), { compressed: true })) },
     { name: "a message over the limit", code: status.RESOURCE_EXHAUSTED, answer: (s) => ok(s, frame(Buffer.alloc(8), { length: MAX_RECEIVE_BYTES + 1 })) },
     { name: "two messages", code: status.UNIMPLEMENTED, answer: (s) => ok(s, Buffer.concat([frame(Buffer.from("a")), frame(Buffer.from("b"))])) },
     { name: "OK and no message", code: status.UNIMPLEMENTED, answer: (s) => ok(s, Buffer.alloc(0)) },
-    { name: "a message cut short", code: status.INTERNAL, answer: (s) => ok(s, frame(Buffer.from("pon"), { length: 10 })) },
+    { name: "a message cut short", code: status.INTERNAL, details: /ended after 3 of 10 bytes/, answer: (s) => ok(s, frame(Buffer.from("pon"), { length: 10 })) },
+    { name: "ended before any headers", code: status.INTERNAL, answer: (s) => s.close(http2.constants.NGHTTP2_NO_ERROR) },
     { name: "a cut length prefix", code: status.INTERNAL, answer: (s) => ok(s, Buffer.from([0, 0])) },
     { name: "no status at all", code: status.INTERNAL, answer: (s) => (s.respond({ ":status": 200, "content-type": "application/grpc" }), s.end(frame(Buffer.from("pong")))) },
     { name: "a refused stream", code: status.UNAVAILABLE, answer: (s) => s.close(http2.constants.NGHTTP2_REFUSED_STREAM) },
+    { name: "a negative status", code: status.UNKNOWN, answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "-1" }, { endStream: true }) },
     { name: "an unparsable status", code: status.UNKNOWN, answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "x" }, { endStream: true }) },
   ];
   let answer: (stream: http2.ServerHttp2Stream) => void = () => undefined;
@@ -130,6 +146,7 @@ test("broken answers get grpc-js's statuses: HTTP errors, another content type, 
     answer = c.answer;
     const err = await failure(call(channel));
     assert.equal(err.code, c.code, `${c.name}: ${err.details}`);
+    if (c.details) assert.match(err.details, c.details, c.name);
   }
   assert.equal(channel.state, "ready", "broken answers leave the connection in use");
 });
@@ -261,4 +278,37 @@ test("large messages both ways (flow control): 3 MiB out, 3 MiB back, byte for b
   const back = await (await channelTo(socket)).unary(method, out, { deadline: Date.now() + 10_000 });
   assert.equal(back.length, out.length);
   assert.ok(back.equals(Buffer.from(out).reverse()));
+});
+
+test("a call leaves no listener on its signal once it is answered: a signal shared by many calls (a controller's pass) does not collect them", async () => {
+  const { EventEmitter } = await import("node:events");
+  let n = 0;
+  const { socket } = await serve((stream) => (n++ % 2 === 0 ? ok(stream, frame(Buffer.from("pong"))) : stream.respond({ ":status": 200, "grpc-status": "5" }, { endStream: true })));
+  const channel = await channelTo(socket);
+  const shared = new AbortController();
+  for (let i = 0; i < 4; i++) await call(channel, { signal: shared.signal }).catch(() => undefined);
+  assert.equal(EventEmitter.getEventListeners(shared.signal, "abort").length, 0);
+});
+
+test("a session that cannot take another stream is reported unusable, so the channel dials a fresh one; the call fails UNAVAILABLE", async () => {
+  const { h2Unary } = await import("../../common/grpc/h2-unary.js");
+  const { socket } = await serve((stream) => ok(stream, frame(Buffer.from("pong"))));
+  const { connect } = await import("node:net");
+  const session = http2.connect("http://localhost", { createConnection: () => connect(socket) });
+  opened.push({ close: () => session.destroy() });
+  await new Promise((resolve) => session.once("remoteSettings", resolve));
+  // Refused at once, as a session out of stream ids is (ERR_HTTP2_OUT_OF_STREAMS after 2^31 calls).
+  session.destroy();
+  let unusable = 0;
+  const err = await failure(h2Unary(session, method, Buffer.from("ping"), { deadline: Date.now() + 5_000 }, () => unusable++));
+  assert.equal(err.code, status.UNAVAILABLE);
+  assert.equal(unusable, 1);
+});
+
+test("a deadline past what milliseconds can say in 8 digits (~28 h) is sent in seconds", async () => {
+  let timeout: string | undefined;
+  const { socket } = await serve((stream, headers) => ((timeout = String(headers["grpc-timeout"])), ok(stream, frame(Buffer.from("pong")))));
+  await call(await channelTo(socket), { deadlineMs: 2e8 });
+  const m = /^(\d+)S$/.exec(timeout!);
+  assert.ok(m && Number(m[1]) > 199_990 && Number(m[1]) <= 200_000, `grpc-timeout ${timeout}`);
 });
