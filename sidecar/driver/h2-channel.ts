@@ -23,6 +23,8 @@ interface Events {
 }
 
 const BACKOFF_GROWTH = 1.6;
+/** The first wait after a socket change: see dialNow(). */
+const SOCKET_CHANGE_BACKOFF_MS = 10;
 /** grpc-js's minimum connect timeout: a socket that takes the connection but never speaks HTTP/2 is dropped. */
 const CONNECT_TIMEOUT_MS = 20_000;
 const JITTER = 0.2;
@@ -66,14 +68,16 @@ export class DriverChannel extends EventEmitter<Events> {
 
   /**
    * The socket file changed: between attempts, dial now instead of when the backoff ends, and
-   * start the backoff over. A restarted driver removes the old socket (a change too), binds the
-   * new one (a change: the file exists) and only then listens, so a dial at the first change, or
-   * right after the bind, can still be refused: the next one goes at once if the change came while
-   * that dial was in flight, else after the shortest backoff, not the longest it had grown to.
+   * start the backoff over, from a few milliseconds. A restarted driver removes the old socket (a
+   * change too), binds the new one (a change: the file exists) and only then listens, so a dial at
+   * the first change, or right after the bind, can still be refused: the next one goes at once if
+   * the change came while that dial was in flight, else a few milliseconds later, not after the
+   * longest wait the backoff had grown to (nor its shortest, 100 ms: the listen follows the bind
+   * within microseconds).
    */
   dialNow(): void {
     if (this.current === "closed" || this.current === "ready") return;
-    this.nextBackoff = this.opts.backoffMs.initial;
+    this.nextBackoff = Math.min(SOCKET_CHANGE_BACKOFF_MS, this.opts.backoffMs.initial);
     if (this.current === "connecting") this.changedWhileDialling = true;
     if (this.current !== "failure") return;
     clearTimeout(this.timer);

@@ -254,7 +254,7 @@ test("a socket change seen while a dial is in flight: if that dial fails, the ne
   assert.ok(dials.length >= 2, `dials: ${dials.length}`);
 });
 
-test("a socket change starts the backoff over: a dial refused right after it is tried again after the shortest wait", async () => {
+test("a socket change starts the backoff over from a few milliseconds: a dial refused right after it is tried again soon", async () => {
   const socket = join(tempDir(), "driver.sock");
   const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 50, max: 60_000 } });
   opened.push(channel);
