@@ -30,3 +30,6 @@ export const resourceExhausted = (msg: string) => new DomainError("ResourceExhau
 export const deadlineExceeded = (msg: string) => new DomainError("DeadlineExceeded", msg);
 export const unauthenticated = (msg: string) => new DomainError("Unauthenticated", msg);
 export const permissionDenied = (msg: string) => new DomainError("PermissionDenied", msg);
+
+/** Why a waiter whose `signal` fired gives up: the signal's own DomainError (a deadline), else Cancelled. */
+export const cancelledBy = (signal: AbortSignal, msg = "call cancelled") => (signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", msg));

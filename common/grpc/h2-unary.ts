@@ -17,6 +17,12 @@ export interface UnaryOptions {
   headers?: Readonly<Record<string, string>>;
 }
 
+/**
+ * How long a dial may take to reach the peer's HTTP/2 SETTINGS before its session is given up
+ * (grpc-js's minimum connect timeout): a socket that takes the connection but never speaks HTTP/2.
+ */
+export const CONNECT_TIMEOUT_MS = 20_000;
+
 /** The most an answer may hold, as grpc-js's and grpc-go's clients allow by default. */
 export const MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
 const USER_AGENT = "csi-addons-healer";

@@ -6,11 +6,8 @@ import * as http2 from "node:http2";
 import { isIP } from "node:net";
 import { status } from "@grpc/grpc-js";
 import { CallError, type MethodDef } from "../../common/grpc/call-error.js";
-import { h2Unary, type UnaryOptions } from "../../common/grpc/h2-unary.js";
+import { CONNECT_TIMEOUT_MS, h2Unary, type UnaryOptions } from "../../common/grpc/h2-unary.js";
 import type { ChannelSetup } from "./credentials.js";
-
-/** grpc-js's minimum connect timeout: a dial that has not finished by then is given up. */
-const CONNECT_TIMEOUT_MS = 20_000;
 
 export class SidecarChannel {
   private session: http2.ClientHttp2Session | undefined;

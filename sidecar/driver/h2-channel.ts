@@ -6,7 +6,7 @@ import * as http2 from "node:http2";
 import { connect as netConnect } from "node:net";
 import { EventEmitter } from "node:events";
 import { CallError, type MethodDef } from "../../common/grpc/call-error.js";
-import { h2Unary, type UnaryOptions } from "../../common/grpc/h2-unary.js";
+import { CONNECT_TIMEOUT_MS, h2Unary, type UnaryOptions } from "../../common/grpc/h2-unary.js";
 
 /** Where the connection stands: "failure" is between a failed dial (or a loss) and the next dial. */
 export type ChannelState = "connecting" | "ready" | "failure" | "closed";
@@ -25,8 +25,6 @@ interface Events {
 const BACKOFF_GROWTH = 1.6;
 /** The first wait after a socket change: see dialNow(). */
 const SOCKET_CHANGE_BACKOFF_MS = 10;
-/** grpc-js's minimum connect timeout: a socket that takes the connection but never speaks HTTP/2 is dropped. */
-const CONNECT_TIMEOUT_MS = 20_000;
 const JITTER = 0.2;
 
 export class DriverChannel extends EventEmitter<Events> {

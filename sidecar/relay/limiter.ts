@@ -1,6 +1,6 @@
 // At most `max` driver calls at once, a bounded FIFO of waiters beyond that, and a clear
 // RESOURCE_EXHAUSTED past it. A waiter that gives up (cancel, deadline) leaves the queue at once.
-import { DomainError, resourceExhausted } from "../errors.js";
+import { cancelledBy, resourceExhausted } from "../errors.js";
 
 export class Limiter {
   private active = 0;
@@ -42,7 +42,7 @@ export class Limiter {
       const onAbort = () => {
         const i = this.waiters.indexOf(waiter);
         if (i >= 0) this.waiters.splice(i, 1);
-        reject(signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", "call cancelled while waiting for a driver slot"));
+        reject(cancelledBy(signal, "call cancelled while waiting for a driver slot"));
       };
       signal.addEventListener("abort", onAbort, { once: true });
       this.waiters.push(waiter);

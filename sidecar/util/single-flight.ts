@@ -1,6 +1,6 @@
 // Identical concurrent requests share one execution. Each caller keeps its own cancellation and
 // deadline; the shared work is cancelled only when every caller has gone.
-import { DomainError } from "../errors.js";
+import { cancelledBy } from "../errors.js";
 
 interface Flight<T> {
   promise: Promise<T>;
@@ -16,6 +16,8 @@ export class SingleFlight<T> {
   }
 
   do(key: string, signal: AbortSignal, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    // Gone already: no work started only to be cancelled.
+    if (signal.aborted) return Promise.reject(cancelledBy(signal));
     let flight = this.flights.get(key);
     if (!flight) {
       const abort = new AbortController();
@@ -43,9 +45,8 @@ export class SingleFlight<T> {
       };
       const onAbort = () => {
         leave();
-        reject(signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", "call cancelled"));
+        reject(cancelledBy(signal));
       };
-      if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
       // Once settled, the caller's signal is no longer listened to, so it can never leave twice.
       f.promise.then(

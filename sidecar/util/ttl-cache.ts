@@ -20,7 +20,7 @@ export class TtlCache<V> {
   ) {}
 
   get(key: string, load: (signal: AbortSignal) => Promise<V>, signal: AbortSignal = NEVER): Promise<V> {
-    // Gone already: no load started only to be cancelled.
+    // Gone already: not answered, even from the cache (the load path refuses it in SingleFlight).
     if (signal.aborted) return Promise.reject(new DomainError("Cancelled", "call cancelled"));
     const hit = this.entries.get(key);
     if (hit && Date.now() - hit.at < this.ttlMs) return Promise.resolve(hit.value);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as http2 from "node:http2";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
-import { DriverChannel } from "../../sidecar/driver/h2-channel.js";
+import { DriverChannel, type ChannelState } from "../../sidecar/driver/h2-channel.js";
 import type { CallError } from "../../common/grpc/call-error.js";
 import { MAX_RECEIVE_BYTES } from "../../common/grpc/h2-unary.js";
 import { rawMethod } from "../../sidecar/driver/unary.js";
@@ -29,9 +29,8 @@ function frame(bytes: Buffer, { compressed = false, length = bytes.length } = {}
   return Buffer.concat([head, bytes]);
 }
 
-/** An HTTP/2 server on a fresh socket; each stream is answered by `handler` once its request body is in. */
-async function serve(handler: Handler): Promise<{ socket: string; server: http2.Http2Server; sessions: http2.ServerHttp2Session[] }> {
-  const socket = join(tempDir(), "driver.sock");
+/** An HTTP/2 server on `socket` (a fresh one by default); each stream is answered by `handler` once its request body is in. */
+async function serve(handler: Handler, socket = join(tempDir(), "driver.sock")): Promise<{ socket: string; server: http2.Http2Server; sessions: http2.ServerHttp2Session[] }> {
   const server = http2.createServer();
   const sessions: http2.ServerHttp2Session[] = [];
   server.on("session", (s) => sessions.push(s));
@@ -194,13 +193,7 @@ test("a driver that goes away: calls in flight end UNAVAILABLE, new calls fail a
   // Back on the same path: the channel dials it again by itself.
   const { rmSync } = await import("node:fs");
   rmSync(first.socket, { force: true });
-  const back = http2.createServer();
-  back.on("stream", (stream) => {
-    stream.on("data", () => undefined);
-    stream.on("end", () => ok(stream, frame(Buffer.from("again"))));
-  });
-  await new Promise<void>((resolve) => back.listen(first.socket, resolve));
-  opened.push({ close: () => back.close() });
+  await serve((stream) => ok(stream, frame(Buffer.from("again"))), first.socket);
   assert.equal(await channel.waitReady(Date.now() + 5_000), true);
   assert.equal((await call(channel)).toString(), "again");
 });
@@ -234,40 +227,38 @@ test("closing the channel ends what is in flight UNAVAILABLE and it never dials 
   assert.equal(sessions.length, 1);
 });
 
-test("a socket change seen while a dial is in flight: if that dial fails, the next goes at once, not after the backoff", async () => {
+/** A channel to a socket nobody serves yet, and how many times it has entered `counted`. */
+function channelToNobody(backoffMs: { initial: number; max: number }, counted: ChannelState) {
   const socket = join(tempDir(), "driver.sock");
-  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 60_000, max: 60_000 } });
+  const channel = new DriverChannel({ socketPath: socket, backoffMs });
   opened.push(channel);
-  const dials: number[] = [];
-  channel.on("state", (s) => s === "connecting" && dials.push(Date.now()));
+  const seen = { count: 0 };
+  channel.on("state", (s) => s === counted && seen.count++);
+  return { socket, channel, seen };
+}
+
+test("a socket change seen while a dial is in flight: if that dial fails, the next goes at once, not after the backoff", async () => {
+  const { socket, channel, seen: dials } = channelToNobody({ initial: 60_000, max: 60_000 }, "connecting");
   await waitFor("the first dial to fail (no socket yet)", () => channel.state === "failure");
   // The old socket removed: a change between attempts dials at once; then the new socket bound
   // while that dial is still in flight (it will fail: nothing listens yet).
   channel.dialNow();
   assert.equal(channel.state, "connecting");
   channel.dialNow();
-  const server = http2.createServer();
-  await new Promise<void>((resolve) => server.listen(socket, resolve));
-  opened.push({ close: () => server.close() });
+  await serve(() => undefined, socket);
   // Not a minute of backoff: the dial after the failed one finds the driver.
   assert.equal(await channel.waitReady(Date.now() + 5_000), true);
-  assert.ok(dials.length >= 2, `dials: ${dials.length}`);
+  assert.ok(dials.count >= 2, `dials: ${dials.count}`);
 });
 
 test("a socket change starts the backoff over from a few milliseconds: a dial refused right after it is tried again soon", async () => {
-  const socket = join(tempDir(), "driver.sock");
-  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 50, max: 60_000 } });
-  opened.push(channel);
-  const failures: number[] = [];
-  channel.on("state", (s) => s === "failure" && failures.push(Date.now()));
+  const { socket, channel, seen: failures } = channelToNobody({ initial: 50, max: 60_000 }, "failure");
   // Refused dials grow the backoff (50 ms x 1.6 each) until the next wait is several seconds.
-  await waitFor("the backoff to grow past 3 s", () => failures.length >= 9, { timeoutMs: 30_000 });
+  await waitFor("the backoff to grow past 3 s", () => failures.count >= 9, { timeoutMs: 30_000 });
   // A change, and the dial it makes refused too (bound, not listening yet: here, nothing at all).
   channel.dialNow();
-  await waitFor("the dial after the change to fail", () => failures.length >= 10 && channel.state === "failure");
-  const server = http2.createServer();
-  await new Promise<void>((resolve) => server.listen(socket, resolve));
-  opened.push({ close: () => server.close() });
+  await waitFor("the dial after the change to fail", () => failures.count >= 10 && channel.state === "failure");
+  await serve(() => undefined, socket);
   assert.equal(await channel.waitReady(Date.now() + 2_000), true, "dialled again within the shortest backoff, not after seconds");
 });
 

@@ -129,6 +129,10 @@ test("SingleFlight: identical concurrent calls share one execution; the shared w
   c3.abort();
   await assert.rejects(p3);
   assert.equal(sharedSignal.aborted, true, "the last caller leaving cancels the work");
+  const before = runs;
+  await assert.rejects(sf.do("k", AbortSignal.abort(), fn), (e: DomainError) => e.kind === "Cancelled");
+  assert.equal(runs, before, "a caller already gone starts no work");
+  assert.equal(sf.size, 0);
 });
 
 test("SingleFlight: once every caller has left, the next identical call runs anew instead of joining the cancelled work; a failure nobody waits for is not an unhandled rejection", async () => {
