@@ -9,7 +9,13 @@ export class NodeCache {
   private synced = false;
   private readonly stop = new AbortController();
 
-  constructor(private readonly kube: KubeApi, private readonly nodeName: string, private readonly logger: Logger) {}
+  constructor(
+    private readonly kube: KubeApi,
+    private readonly nodeName: string,
+    private readonly logger: Logger,
+    /** The wait between watch attempts (tests see the backoff without timing it). */
+    private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void> = delay,
+  ) {}
 
   start(): void {
     void this.loop();
@@ -47,7 +53,7 @@ export class NodeCache {
         this.synced = false;
         if (this.stop.signal.aborted) return;
         this.logger.debug("Node watch ended; restarting", { node: this.nodeName, reason: err instanceof Error ? err.message : String(err) });
-        await delay(backoff.take(), this.stop.signal);
+        await this.sleep(backoff.take(), this.stop.signal);
       }
     }
   }

@@ -27,6 +27,13 @@ import { Backoff, delay } from "../../common/util/delay.js";
 
 const READ_TIMEOUT_MS = 10_000;
 
+export interface PvCacheOptions {
+  maxEntries?: number;
+  /** The wait between watch attempts (tests see the backoff without timing it). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  now?: () => number;
+}
+
 export class PvCache {
   private readonly entries = new Map<string, { at: number; pv: PersistentVolume }>();
   /** Reads in flight by PV name, so an event for one of them marks the read as raced. */
@@ -37,13 +44,20 @@ export class PvCache {
   private live = false;
   private warned = false;
   private readonly stop = new AbortController();
+  private readonly maxEntries: number;
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly now: () => number;
 
   constructor(
     private readonly kube: KubeApi,
     private readonly ttlMs: number,
     private readonly logger: Logger,
-    private readonly maxEntries = 4096,
-  ) {}
+    opts: PvCacheOptions = {},
+  ) {
+    this.maxEntries = opts.maxEntries ?? 4096;
+    this.sleep = opts.sleep ?? delay;
+    this.now = opts.now ?? Date.now;
+  }
 
   /** Starts the watch; without it (or with a TTL of 0) every request reads the PV. */
   start(): void {
@@ -59,7 +73,7 @@ export class PvCache {
   async get(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined> {
     if (this.live) {
       const hit = this.entries.get(name);
-      if (hit && Date.now() - hit.at < this.ttlMs) return hit.pv;
+      if (hit && this.now() - hit.at < this.ttlMs) return hit.pv;
     }
     const epoch = this.epoch;
     this.reading.set(name, (this.reading.get(name) ?? 0) + 1);
@@ -75,7 +89,7 @@ export class PvCache {
     if (pv && this.live && epoch === this.epoch) {
       this.entries.delete(name);
       if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-      this.entries.set(name, { at: Date.now(), pv });
+      this.entries.set(name, { at: this.now(), pv });
     }
     return pv;
   }
@@ -122,7 +136,7 @@ export class PvCache {
         this.logger.log(forbidden ? "warn" : "debug", "PersistentVolume watch ended; reading PVs on every request until it is back", {
           reason: err instanceof Error ? err.message : String(err),
         });
-        await delay(backoff.take(), this.stop.signal);
+        await this.sleep(backoff.take(), this.stop.signal);
       }
     }
   }

@@ -7,6 +7,8 @@ import { NodeCache } from "../../sidecar/relay/node-cache.js";
 import type { KubeApi, NodeInfo, WatchEventType, WatchOptions } from "../../sidecar/kube/api.js";
 import { createLogger } from "../../common/log/logger.js";
 import { waitFor } from "../support/wait.js";
+import { captureLogger } from "../support/capture-logger.js";
+import { gatedSleep } from "../support/gated-sleep.js";
 
 const node = (volumesInUse: string[]): NodeInfo => ({ metadata: { name: "node-1" }, status: { volumesInUse } });
 
@@ -110,4 +112,29 @@ test("close() ends the watch and the loop", async () => {
   await waitFor("the watch", () => watches.length === 1);
   cache.close();
   assert.equal(watches[0]!.opts.signal.aborted, true);
+});
+
+test("a lost watch or a failed read is tried again after 200 ms, doubling up to 10 s, and after 200 ms again once a watch delivered; each loss is logged at debug", async (t) => {
+  const current = { node: node([]), readMs: 0, failReads: 8 };
+  const { kube, reads, watches } = fakeKube(current);
+  const { lines, logger: debug } = captureLogger("debug");
+  const gate = gatedSleep();
+  const cache = new NodeCache(kube, "node-1", debug, gate.sleep);
+  t.after(() => cache.close());
+  cache.start();
+  for (let i = 1; i <= 8; i++) {
+    await waitFor(`wait ${i}`, () => gate.waits.length === i);
+    assert.equal(reads.length, i, "no new attempt before the wait is over");
+    gate.wake();
+  }
+  assert.deepEqual(gate.waits, [200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
+  await waitFor("the watch", () => watches.length === 1);
+  watches[0]!.emit("MODIFIED", node([]));
+  watches[0]!.end(new Error("watch closed"));
+  await waitFor("the wait after the lost watch", () => gate.waits.length === 9);
+  assert.equal(gate.waits[8], 200, "a watch that delivered starts the backoff over");
+  assert.deepEqual(
+    lines.filter((l) => l["message"] === "Node watch ended; restarting").map((l) => [l["level"], l["reason"]]),
+    [...Array.from({ length: 8 }, () => ["debug", "connection refused"]), ["debug", "watch closed"]],
+  );
 });

@@ -4,7 +4,8 @@
 // fake of the three KubeApi calls it uses; pv-cache.test.ts runs it in a real sidecar.
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { PvCache } from "../../sidecar/relay/pv-cache.js";
+import { PvCache, type PvCacheOptions } from "../../sidecar/relay/pv-cache.js";
+import { gatedSleep } from "../support/gated-sleep.js";
 import { KubeError, type KubeApi, type PersistentVolume, type WatchEventType } from "../../sidecar/kube/api.js";
 import { createLogger, type Logger } from "../../common/log/logger.js";
 import { captureLogger } from "../support/capture-logger.js";
@@ -20,6 +21,7 @@ function fakeKube() {
   const held = new Map<string, (() => void)[]>();
   let watch: { emit: (type: WatchEventType, o: PersistentVolume) => void; end: (err?: Error) => void } | undefined;
   let watches = 0;
+  let watchSignal: AbortSignal | undefined;
   /** Lists of the collection's version (each new watch starts with one); held while `versionGate` is set. */
   let versions = 0;
   let versionGate: Promise<void> | undefined;
@@ -38,6 +40,7 @@ function fakeKube() {
     watchPersistentVolumes: (opts: { resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, o: PersistentVolume) => void) =>
       new Promise<void>((resolve, reject) => {
         watches++;
+        watchSignal = opts.signal;
         watch = { emit: onEvent, end: (err) => (err ? reject(err) : resolve()) };
         opts.signal.addEventListener("abort", () => resolve(), { once: true });
       }),
@@ -53,6 +56,7 @@ function fakeKube() {
     },
     watch: () => watch!,
     watches: () => watches,
+    watchSignal: () => watchSignal!,
     versions: () => versions,
     /** Holds the next watch's start (its version list) until the returned function is called. */
     holdWatchStart: () => {
@@ -66,9 +70,11 @@ function fakeKube() {
   };
 }
 
-async function started(t: TestContext, o: { ttlMs?: number; maxEntries?: number; logger?: Logger } = {}) {
+type Options = { ttlMs?: number; maxEntries?: number; logger?: Logger; sleep?: PvCacheOptions["sleep"]; now?: () => number };
+
+async function started(t: TestContext, o: Options = {}) {
   const f = fakeKube();
-  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, o.logger ?? createLogger("error", "json"), o.maxEntries);
+  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, o.logger ?? createLogger("error", "json"), { maxEntries: o.maxEntries, sleep: o.sleep, now: o.now });
   t.after(() => cache.close());
   cache.start();
   await waitFor("the PV watch", () => f.watches() === 1);
@@ -186,4 +192,75 @@ test("without list/watch on PersistentVolumes (an older RBAC) it says so once, a
     lines.filter((l) => String(l["message"]).startsWith("PersistentVolume watch ended")).map((l) => l["level"]),
     ["warn", "debug", "debug"],
   );
+});
+
+test("a read made before the watch first stood is served but not kept", async (t) => {
+  const f = fakeKube();
+  const open = f.holdWatchStart();
+  const cache = new PvCache(f.kube, 60_000, createLogger("error", "json"));
+  t.after(() => cache.close());
+  cache.start();
+  f.stored.set("pv-a", pv("pv-a"));
+  assert.equal((await cache.get("pv-a", signal()))?.metadata.name, "pv-a");
+  open();
+  await waitFor("the watch", () => f.watches() === 1);
+  await cache.get("pv-a", signal());
+  await cache.get("pv-a", signal());
+  assert.deepEqual(f.reads, ["pv-a", "pv-a"], "read again once the watch stood, then served");
+});
+
+test("any TTL above 0 keeps a watch; 0 keeps none and every request reads", async (t) => {
+  await started(t, { ttlMs: 1 });
+  const f = fakeKube();
+  const off = new PvCache(f.kube, 0, createLogger("error", "json"));
+  t.after(() => off.close());
+  off.start();
+  f.stored.set("pv-a", pv("pv-a"));
+  await off.get("pv-a", signal());
+  await off.get("pv-a", signal());
+  assert.deepEqual(f.reads, ["pv-a", "pv-a"]);
+  assert.equal(f.versions() + f.watches(), 0, "no list, no watch");
+});
+
+test("close() ends the watch and serves nothing more from memory", async (t) => {
+  const f = await started(t);
+  f.stored.set("pv-a", pv("pv-a"));
+  await f.cache.get("pv-a", signal());
+  await f.cache.get("pv-a", signal());
+  f.cache.close();
+  assert.equal(f.watchSignal().aborted, true);
+  await f.cache.get("pv-a", signal());
+  assert.deepEqual(f.reads, ["pv-a", "pv-a"]);
+});
+
+test("a lost watch is tried again after 200 ms, doubling up to 10 s, and after 200 ms again once a watch delivered", async (t) => {
+  const gate = gatedSleep();
+  const f = await started(t, { sleep: gate.sleep });
+  for (let i = 1; i <= 8; i++) {
+    f.watch().end(new Error("connection reset"));
+    await waitFor(`wait ${i}`, () => gate.waits.length === i);
+    assert.equal(f.watches(), i, "no new watch before the wait is over");
+    gate.wake();
+    await waitFor(`watch ${i + 1}`, () => f.watches() === i + 1);
+  }
+  assert.deepEqual(gate.waits, [200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]);
+  f.watch().emit("MODIFIED", pv("pv-z"));
+  f.watch().end(new Error("connection reset"));
+  await waitFor("the wait after a watch that delivered", () => gate.waits.length === 9);
+  assert.equal(gate.waits[8], 200);
+});
+
+test("an entry read again after its TTL counts as the newest when the oldest must go", async (t) => {
+  let now = 0;
+  const f = await started(t, { ttlMs: 100, maxEntries: 3, now: () => now });
+  for (const n of ["pv-z", "pv-x", "pv-y", "pv-w", "pv-v"]) f.stored.set(n, pv(n));
+  const at = async (ms: number, name: string) => ((now = ms), await f.cache.get(name, signal()));
+  await at(0, "pv-z");
+  await at(4, "pv-x");
+  await at(50, "pv-y");
+  await at(105, "pv-x"); // expired: read again, now the newest
+  await at(106, "pv-w"); // pv-z goes
+  await at(107, "pv-v"); // pv-y goes
+  await at(108, "pv-x");
+  assert.deepEqual(f.reads, ["pv-z", "pv-x", "pv-y", "pv-x", "pv-w", "pv-v"], "pv-x, read again at 105, stayed");
 });
