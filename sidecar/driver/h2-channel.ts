@@ -15,7 +15,11 @@ export interface DriverChannelOptions {
   socketPath: string;
   /** Backoff between dials: `initial`, growing 1.6x a time up to `max`, ±20 % jitter. */
   backoffMs: { initial: number; max: number };
+  /** The timer of the wait before the next dial (tests record the waits instead of timing them). */
+  timers?: { set(dial: () => void, ms: number): NodeJS.Timeout; clear(timer: NodeJS.Timeout | undefined): void };
 }
+
+const TIMERS = { set: setTimeout, clear: clearTimeout };
 
 interface Events {
   /** Every change of `state`. */
@@ -35,8 +39,11 @@ export class DriverChannel extends EventEmitter<Events> {
   /** The socket changed while a dial was in flight: if that dial fails, the next one goes at once. */
   private changedWhileDialling = false;
 
+  private readonly timers: NonNullable<DriverChannelOptions["timers"]>;
+
   constructor(private readonly opts: DriverChannelOptions) {
     super();
+    this.timers = opts.timers ?? TIMERS;
     this.nextBackoff = opts.backoffMs.initial;
     this.dial();
   }
@@ -78,12 +85,12 @@ export class DriverChannel extends EventEmitter<Events> {
     this.nextBackoff = Math.min(SOCKET_CHANGE_BACKOFF_MS, this.opts.backoffMs.initial);
     if (this.current === "connecting") this.changedWhileDialling = true;
     if (this.current !== "failure") return;
-    clearTimeout(this.timer);
+    this.timers.clear(this.timer);
     this.dial();
   }
 
   close(): void {
-    clearTimeout(this.timer);
+    this.timers.clear(this.timer);
     this.setState("closed");
     this.session?.close();
     // Streams still open are ended by destroy; their calls end UNAVAILABLE.
@@ -153,7 +160,7 @@ export class DriverChannel extends EventEmitter<Events> {
     }
     const wait = this.nextBackoff * (1 - JITTER + Math.random() * 2 * JITTER);
     this.nextBackoff = Math.min(this.nextBackoff * BACKOFF_GROWTH, this.opts.backoffMs.max);
-    this.timer = setTimeout(() => this.dial(), wait);
+    this.timer = this.timers.set(() => this.dial(), wait);
     this.timer.unref();
   }
 }

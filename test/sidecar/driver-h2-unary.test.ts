@@ -5,13 +5,17 @@
 import { after, afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import * as http2 from "node:http2";
+import { createServer as createNetServer } from "node:net";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
 import { DriverChannel, type ChannelState } from "../../sidecar/driver/h2-channel.js";
 import type { CallError } from "../../common/grpc/call-error.js";
 import { MAX_RECEIVE_BYTES } from "../../common/grpc/h2-unary.js";
 import { rawMethod } from "../../sidecar/driver/unary.js";
-import { tempDir } from "../support/proc.js";
+import { repoRoot, tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, body: Buffer) => void;
@@ -208,10 +212,13 @@ test("a GOAWAY from the driver lets the call in flight finish and moves new call
   await waitFor("a second connection", () => sessions.length === 2 && channel.state === "ready");
   ok(held[0]!, frame(Buffer.from("finished")));
   assert.equal((await pending).toString(), "finished");
+  // The old connection closing at last must not take the new one with it.
+  await waitFor("the old connection closed", () => sessions[0]!.closed || sessions[0]!.destroyed);
   const next = call(channel);
   await waitFor("the next call at the driver", () => held.length === 2);
   ok(held[1]!, frame(Buffer.from("new")));
   assert.equal((await next).toString(), "new");
+  assert.equal(sessions.length, 2, "still the second connection");
 });
 
 test("closing the channel ends what is in flight UNAVAILABLE and it never dials again", async () => {
@@ -302,4 +309,109 @@ test("a deadline past what milliseconds can say in 8 digits (~28 h) is sent in s
   await call(await channelTo(socket), { deadlineMs: 2e8 });
   const m = /^(\d+)S$/.exec(timeout!);
   assert.ok(m && Number(m[1]) > 199_990 && Number(m[1]) <= 200_000, `grpc-timeout ${timeout}`);
+});
+
+test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the initial wait again after a connection that worked; a socket change between dials dials at once and starts over at 10 ms, one during a dial redials at once if it fails; a change while connected changes nothing", async () => {
+  // The waits are recorded, and each ends when the test says (fire()), not when its time is up.
+  const waits: number[] = [];
+  const running = new Map<NodeJS.Timeout, () => void>();
+  const timers = {
+    set: (dial: () => void, ms: number) => {
+      waits.push(ms);
+      const handle = setTimeout(() => undefined, 0);
+      running.set(handle, dial);
+      return handle;
+    },
+    clear: (handle: NodeJS.Timeout | undefined) => void (handle && running.delete(handle)),
+  };
+  /** Ends every wait the channel has not cleared: one at most, or a dial would be doubled. */
+  const fire = () => {
+    const dials = [...running.values()];
+    running.clear();
+    for (const dial of dials) dial();
+  };
+  const socket = join(tempDir(), "driver.sock");
+  const dials: ChannelState[] = [];
+  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 1_000, max: 5_000 }, timers });
+  opened.push(channel);
+  channel.on("state", (s) => s === "connecting" && dials.push(s));
+  const within = (ms: number, nominal: number) => ms >= nominal * 0.8 - 1e-9 && ms <= nominal * 1.2 + 1e-9;
+
+  await waitFor("the first wait (no socket yet)", () => waits.length === 1);
+  assert.equal(dials.length, 0, "the constructor's dial failed without another at once");
+  for (let i = 2; i <= 6; i++) {
+    fire();
+    await waitFor(`wait ${i}`, () => waits.length === i);
+  }
+  const nominal = [1_000, 1_600, 2_560, 4_096, 5_000, 5_000];
+  waits.forEach((ms, i) => assert.ok(within(ms, nominal[i]!), `wait ${i + 1}: ${ms} ms, not ${nominal[i]} ms ±20 %`));
+  assert.ok(new Set(waits.map((ms, i) => (ms / nominal[i]!).toFixed(6))).size > 1, `jittered: ${waits.join(", ")}`);
+  assert.equal(dials.length, 5);
+
+  // A change between dials: a dial at once (the pending wait dropped); refused, it waits 10 ms.
+  channel.dialNow();
+  await waitFor("the wait after the change's dial", () => waits.length === 7);
+  assert.equal(dials.length, 6);
+  assert.ok(within(waits[6]!, 10), `after a socket change: ${waits[6]} ms`);
+
+  // A change between dials, then another while that dial is in flight: refused, it redials at once, once.
+  channel.dialNow();
+  channel.dialNow();
+  await waitFor("the wait after both dials", () => waits.length === 8);
+  assert.equal(dials.length, 8);
+  assert.ok(within(waits[7]!, 10), `the wait after the redial: ${waits[7]} ms`);
+
+  // Connected: a change now is no dial and no shorter wait; losing the connection waits the initial 1 s.
+  const { sessions } = await serve((stream, _h, body) => ok(stream, body), socket);
+  fire();
+  assert.equal(await channel.waitReady(Date.now() + 5_000), true);
+  channel.dialNow();
+  assert.equal(dials.length, 9);
+  sessions[0]!.destroy();
+  await waitFor("the wait after the lost connection", () => waits.length === 9);
+  assert.ok(within(waits[8]!, 1_000), `after a connection that worked: ${waits[8]} ms`);
+  assert.equal(dials.length, 9, "no dial before the wait is over");
+});
+
+test("a call while the connection is being made fails UNAVAILABLE at once (the peer accepted the socket but has not spoken HTTP/2)", async () => {
+  const socket = join(tempDir(), "driver.sock");
+  let accepted = 0;
+  const silent = createNetServer((conn) => (accepted++, conn.on("error", () => undefined)));
+  await new Promise<void>((resolve) => silent.listen(socket, resolve));
+  opened.push({ close: () => void silent.close() });
+  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 20, max: 20 } });
+  opened.push(channel);
+  await waitFor("the socket accepted", () => accepted > 0);
+  assert.equal(channel.state, "connecting");
+  const err = await failure(call(channel, { deadlineMs: 10_000 }));
+  assert.equal(err.code, status.UNAVAILABLE);
+  assert.match(err.details, /driver not connected \(connecting\)/);
+});
+
+// A channel that waited for a state it can no longer reach would hold its caller until the deadline
+// (or for ever): the test's own timeout is far shorter than the one asked for.
+test("a closed channel answers waitReady (false) and waitNotReady at once", { timeout: 10_000 }, async () => {
+  const channel = new DriverChannel({ socketPath: join(tempDir(), "driver.sock"), backoffMs: { initial: 20, max: 20 } });
+  channel.close();
+  assert.equal(await channel.waitReady(Date.now() + 60_000), false);
+  await channel.waitNotReady();
+});
+
+test("no timer or connection of the channel keeps a program alive: waiting to dial, dialling a silent peer, connected", async () => {
+  const silentSocket = join(tempDir(), "silent.sock");
+  const silent = createNetServer((conn) => void conn.on("error", () => undefined));
+  await new Promise<void>((resolve) => silent.listen(silentSocket, resolve));
+  opened.push({ close: () => void silent.close() });
+  const { socket: liveSocket, sessions } = await serve(() => undefined);
+  const script = `
+    const { DriverChannel } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, "sidecar/driver/h2-channel.ts")).href)});
+    const backoffMs = { initial: 60000, max: 60000 };
+    for (const socketPath of ${JSON.stringify([join(tempDir(), "nobody.sock"), silentSocket, liveSocket])}) new DriverChannel({ socketPath, backoffMs });
+  `;
+  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: repoRoot, stdio: "ignore" });
+  const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+  const [code, signal] = (await once(child, "exit")) as [number | null, string | null];
+  clearTimeout(killer);
+  assert.equal(sessions.length, 1, "the program did connect to the live peer");
+  assert.deepEqual([code, signal], [0, null], "it ended by itself, not killed after 15 s (the connect timeout is 20 s, the backoff 60 s)");
 });
