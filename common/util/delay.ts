@@ -1,3 +1,6 @@
+/** A wait between retries: `delay`, or in tests a stand-in that records the waits. */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
+
 /** Resolves after `ms`, or at once when `signal` aborts (never rejects: callers check the signal). */
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -2,7 +2,7 @@
 // costs no API request per heal.
 import type { KubeApi, NodeInfo } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
-import { Backoff, delay } from "../../common/util/delay.js";
+import { Backoff, delay, type Sleep } from "../../common/util/delay.js";
 
 export class NodeCache {
   private node: NodeInfo | undefined;
@@ -14,7 +14,7 @@ export class NodeCache {
     private readonly nodeName: string,
     private readonly logger: Logger,
     /** The wait between watch attempts (tests see the backoff without timing it). */
-    private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void> = delay,
+    private readonly sleep: Sleep = delay,
   ) {}
 
   start(): void {

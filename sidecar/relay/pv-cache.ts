@@ -23,14 +23,14 @@
 import type { KubeApi, PersistentVolume } from "../kube/api.js";
 import { KubeError } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
-import { Backoff, delay } from "../../common/util/delay.js";
+import { Backoff, delay, type Sleep } from "../../common/util/delay.js";
 
 const READ_TIMEOUT_MS = 10_000;
 
 export interface PvCacheOptions {
   maxEntries?: number;
   /** The wait between watch attempts (tests see the backoff without timing it). */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  sleep?: Sleep;
   now?: () => number;
 }
 
@@ -45,7 +45,7 @@ export class PvCache {
   private warned = false;
   private readonly stop = new AbortController();
   private readonly maxEntries: number;
-  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly sleep: Sleep;
   private readonly now: () => number;
 
   constructor(

@@ -1,9 +1,11 @@
 // A stand-in for the wait between retries: records each wait asked for and keeps it pending until
 // the test says wake(), so backoff sequences are checked without timing anything.
+import type { Sleep } from "../../common/util/delay.js";
+
 export function gatedSleep() {
   const waits: number[] = [];
   const pending: (() => void)[] = [];
-  const sleep = (ms: number, signal: AbortSignal): Promise<void> => {
+  const sleep: Sleep = (ms, signal) => {
     waits.push(ms);
     return new Promise<void>((resolve) => {
       pending.push(resolve);
