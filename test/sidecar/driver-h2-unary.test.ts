@@ -11,7 +11,7 @@ import { once } from "node:events";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
-import { DriverChannel, type ChannelState } from "../../sidecar/driver/h2-channel.js";
+import { DriverChannel, type ChannelState, type DriverChannelOptions } from "../../sidecar/driver/h2-channel.js";
 import type { CallError } from "../../common/grpc/call-error.js";
 import { MAX_RECEIVE_BYTES } from "../../common/grpc/h2-unary.js";
 import { rawMethod } from "../../sidecar/driver/unary.js";
@@ -235,9 +235,9 @@ test("closing the channel ends what is in flight UNAVAILABLE and it never dials 
 });
 
 /** A channel to a socket nobody serves yet, and how many times it has entered `counted`. */
-function channelToNobody(backoffMs: { initial: number; max: number }, counted: ChannelState) {
+function channelToNobody(backoffMs: { initial: number; max: number }, counted: ChannelState, timers?: DriverChannelOptions["timers"]) {
   const socket = join(tempDir(), "driver.sock");
-  const channel = new DriverChannel({ socketPath: socket, backoffMs });
+  const channel = new DriverChannel({ socketPath: socket, backoffMs, timers });
   opened.push(channel);
   const seen = { count: 0 };
   channel.on("state", (s) => s === counted && seen.count++);
@@ -330,15 +330,12 @@ test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the ini
     running.clear();
     for (const dial of dials) dial();
   };
-  const socket = join(tempDir(), "driver.sock");
-  const dials: ChannelState[] = [];
-  const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 1_000, max: 5_000 }, timers });
-  opened.push(channel);
-  channel.on("state", (s) => s === "connecting" && dials.push(s));
+  // The constructor's own dial is made before anyone listens: the count is of the dials after it.
+  const { socket, channel, seen: dials } = channelToNobody({ initial: 1_000, max: 5_000 }, "connecting", timers);
   const within = (ms: number, nominal: number) => ms >= nominal * 0.8 - 1e-9 && ms <= nominal * 1.2 + 1e-9;
 
   await waitFor("the first wait (no socket yet)", () => waits.length === 1);
-  assert.equal(dials.length, 0, "the constructor's dial failed without another at once");
+  assert.equal(dials.count, 0, "the constructor's dial failed without another at once");
   for (let i = 2; i <= 6; i++) {
     fire();
     await waitFor(`wait ${i}`, () => waits.length === i);
@@ -346,19 +343,19 @@ test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the ini
   const nominal = [1_000, 1_600, 2_560, 4_096, 5_000, 5_000];
   waits.forEach((ms, i) => assert.ok(within(ms, nominal[i]!), `wait ${i + 1}: ${ms} ms, not ${nominal[i]} ms ±20 %`));
   assert.ok(new Set(waits.map((ms, i) => (ms / nominal[i]!).toFixed(6))).size > 1, `jittered: ${waits.join(", ")}`);
-  assert.equal(dials.length, 5);
+  assert.equal(dials.count, 5);
 
   // A change between dials: a dial at once (the pending wait dropped); refused, it waits 10 ms.
   channel.dialNow();
   await waitFor("the wait after the change's dial", () => waits.length === 7);
-  assert.equal(dials.length, 6);
+  assert.equal(dials.count, 6);
   assert.ok(within(waits[6]!, 10), `after a socket change: ${waits[6]} ms`);
 
   // A change between dials, then another while that dial is in flight: refused, it redials at once, once.
   channel.dialNow();
   channel.dialNow();
   await waitFor("the wait after both dials", () => waits.length === 8);
-  assert.equal(dials.length, 8);
+  assert.equal(dials.count, 8);
   assert.ok(within(waits[7]!, 10), `the wait after the redial: ${waits[7]} ms`);
 
   // Connected: a change now is no dial and no shorter wait; losing the connection waits the initial 1 s.
@@ -366,22 +363,28 @@ test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the ini
   fire();
   assert.equal(await channel.waitReady(Date.now() + 5_000), true);
   channel.dialNow();
-  assert.equal(dials.length, 9);
+  assert.equal(dials.count, 9);
   sessions[0]!.destroy();
   await waitFor("the wait after the lost connection", () => waits.length === 9);
   assert.ok(within(waits[8]!, 1_000), `after a connection that worked: ${waits[8]} ms`);
-  assert.equal(dials.length, 9, "no dial before the wait is over");
+  assert.equal(dials.count, 9, "no dial before the wait is over");
 });
 
-test("a call while the connection is being made fails UNAVAILABLE at once (the peer accepted the socket but has not spoken HTTP/2)", async () => {
-  const socket = join(tempDir(), "driver.sock");
+/** A peer that takes the connection on a fresh socket and never says a word (no HTTP/2 SETTINGS). */
+async function silentPeer(): Promise<{ socket: string; accepted: () => number }> {
+  const socket = join(tempDir(), "silent.sock");
   let accepted = 0;
   const silent = createNetServer((conn) => (accepted++, conn.on("error", () => undefined)));
   await new Promise<void>((resolve) => silent.listen(socket, resolve));
   opened.push({ close: () => void silent.close() });
+  return { socket, accepted: () => accepted };
+}
+
+test("a call while the connection is being made fails UNAVAILABLE at once (the peer accepted the socket but has not spoken HTTP/2)", async () => {
+  const { socket, accepted } = await silentPeer();
   const channel = new DriverChannel({ socketPath: socket, backoffMs: { initial: 20, max: 20 } });
   opened.push(channel);
-  await waitFor("the socket accepted", () => accepted > 0);
+  await waitFor("the socket accepted", () => accepted() > 0);
   assert.equal(channel.state, "connecting");
   const err = await failure(call(channel, { deadlineMs: 10_000 }));
   assert.equal(err.code, status.UNAVAILABLE);
@@ -398,10 +401,7 @@ test("a closed channel answers waitReady (false) and waitNotReady at once", { ti
 });
 
 test("no timer or connection of the channel keeps a program alive: waiting to dial, dialling a silent peer, connected", async () => {
-  const silentSocket = join(tempDir(), "silent.sock");
-  const silent = createNetServer((conn) => void conn.on("error", () => undefined));
-  await new Promise<void>((resolve) => silent.listen(silentSocket, resolve));
-  opened.push({ close: () => void silent.close() });
+  const { socket: silentSocket } = await silentPeer();
   const { socket: liveSocket, sessions } = await serve(() => undefined);
   const script = `
     const { DriverChannel } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, "sidecar/driver/h2-channel.ts")).href)});

@@ -70,11 +70,9 @@ function fakeKube() {
   };
 }
 
-type Options = { ttlMs?: number; maxEntries?: number; logger?: Logger; sleep?: PvCacheOptions["sleep"]; now?: () => number };
-
-async function started(t: TestContext, o: Options = {}) {
+async function started(t: TestContext, o: PvCacheOptions & { ttlMs?: number; logger?: Logger } = {}) {
   const f = fakeKube();
-  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, o.logger ?? createLogger("error", "json"), { maxEntries: o.maxEntries, sleep: o.sleep, now: o.now });
+  const cache = new PvCache(f.kube, o.ttlMs ?? 60_000, o.logger ?? createLogger("error", "json"), o);
   t.after(() => cache.close());
   cache.start();
   await waitFor("the PV watch", () => f.watches() === 1);
@@ -164,11 +162,13 @@ test("a read that began before the watch stood again is served but not kept: its
 });
 
 test("an entry lives at most the TTL; the cache holds at most maxEntries, the least recently read going first", async (t) => {
-  const short = await started(t, { ttlMs: 30 });
+  let now = 0;
+  const short = await started(t, { ttlMs: 30, now: () => now });
   short.stored.set("pv-a", pv("pv-a"));
   await short.cache.get("pv-a", signal());
-  const at = Date.now();
-  await waitFor("the TTL to pass", () => Date.now() - at > 40);
+  now = 29;
+  await short.cache.get("pv-a", signal());
+  now = 30;
   await short.cache.get("pv-a", signal());
   assert.deepEqual(short.reads, ["pv-a", "pv-a"]);
 

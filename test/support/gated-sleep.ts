@@ -16,5 +16,5 @@ export function gatedSleep() {
   const wake = () => {
     for (const resolve of pending.splice(0)) resolve();
   };
-  return { sleep, waits, wake, sleeping: () => pending.length };
+  return { sleep, waits, wake };
 }
