@@ -2,7 +2,8 @@
 // costs no API request per heal.
 import type { KubeApi, NodeInfo } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
-import { Backoff, delay, type Sleep } from "../../common/util/delay.js";
+import { delay, type Sleep } from "../../common/util/delay.js";
+import { keepWatching, reasonOf } from "./keep-watching.js";
 
 export class NodeCache {
   private node: NodeInfo | undefined;
@@ -18,7 +19,27 @@ export class NodeCache {
   ) {}
 
   start(): void {
-    void this.loop();
+    void keepWatching({
+      signal: this.stop.signal,
+      sleep: this.sleep,
+      attempt: async (delivered) => {
+        const signal = AbortSignal.any([this.stop.signal, AbortSignal.timeout(10_000)]);
+        this.node = await this.kube.getNode(this.nodeName, signal);
+        this.synced = true;
+        // No resourceVersion: a Node's own version is where it last changed, which on a quiet node
+        // is older than the API server's watch window (410 Gone on every start). Without one, the
+        // watch begins with the current Node (a synthetic ADDED) and then its changes.
+        await this.kube.watchNode()({ name: this.nodeName, signal: this.stop.signal }, (type, obj) => {
+          delivered();
+          if (type === "BOOKMARK") return;
+          this.node = type === "DELETED" ? undefined : obj;
+        });
+      },
+      failed: (err) => {
+        this.synced = false;
+        this.logger.debug("Node watch ended; restarting", { node: this.nodeName, reason: reasonOf(err) });
+      },
+    });
   }
 
   close(): void {
@@ -29,32 +50,5 @@ export class NodeCache {
   async get(signal: AbortSignal): Promise<NodeInfo | undefined> {
     if (this.synced) return this.node;
     return this.kube.getNode(this.nodeName, signal);
-  }
-
-  private async loop(): Promise<void> {
-    const backoff = new Backoff(200, 10_000);
-    while (!this.stop.signal.aborted) {
-      try {
-        const signal = AbortSignal.any([this.stop.signal, AbortSignal.timeout(10_000)]);
-        this.node = await this.kube.getNode(this.nodeName, signal);
-        this.synced = true;
-        // No resourceVersion: a Node's own version is where it last changed, which on a quiet node
-        // is older than the API server's watch window (410 Gone on every start). Without one, the
-        // watch begins with the current Node (a synthetic ADDED) and then its changes.
-        await this.kube.watchNode()(
-          { name: this.nodeName, signal: this.stop.signal },
-          (type, obj) => {
-            backoff.reset();
-            if (type === "BOOKMARK") return;
-            this.node = type === "DELETED" ? undefined : obj;
-          },
-        );
-      } catch (err) {
-        this.synced = false;
-        if (this.stop.signal.aborted) return;
-        this.logger.debug("Node watch ended; restarting", { node: this.nodeName, reason: err instanceof Error ? err.message : String(err) });
-        await this.sleep(backoff.take(), this.stop.signal);
-      }
-    }
   }
 }

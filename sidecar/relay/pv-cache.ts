@@ -23,7 +23,8 @@
 import type { KubeApi, PersistentVolume } from "../kube/api.js";
 import { KubeError } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
-import { Backoff, delay, type Sleep } from "../../common/util/delay.js";
+import { delay, type Sleep } from "../../common/util/delay.js";
+import { keepWatching, reasonOf } from "./keep-watching.js";
 
 const READ_TIMEOUT_MS = 10_000;
 
@@ -61,7 +62,7 @@ export class PvCache {
 
   /** Starts the watch; without it (or with a TTL of 0) every request reads the PV. */
   start(): void {
-    if (this.ttlMs > 0) void this.loop();
+    if (this.ttlMs > 0) this.watch();
   }
 
   close(): void {
@@ -106,11 +107,12 @@ export class PvCache {
     this.epoch++;
   }
 
-  private async loop(): Promise<void> {
-    const backoff = new Backoff(200, 10_000);
+  private watch(): void {
     let resourceVersion: string | undefined;
-    while (!this.stop.signal.aborted) {
-      try {
+    void keepWatching({
+      signal: this.stop.signal,
+      sleep: this.sleep,
+      attempt: async (delivered) => {
         // A list of one gives the collection's version: the watch starts there without replaying
         // every PV of the cluster, and sees every change after it.
         resourceVersion ??= await this.kube.persistentVolumesVersion(AbortSignal.any([this.stop.signal, AbortSignal.timeout(READ_TIMEOUT_MS)]));
@@ -121,23 +123,20 @@ export class PvCache {
           this.live = true;
         }
         await this.kube.watchPersistentVolumes({ resourceVersion, signal: this.stop.signal }, (type, pv) => {
-          backoff.reset();
+          delivered();
           if (pv.metadata?.resourceVersion) resourceVersion = pv.metadata.resourceVersion;
           if (type !== "BOOKMARK") this.touched(pv.metadata?.name);
         });
         // The server ended the stream (its timeout): resume where it left off, entries still good.
-      } catch (err) {
-        if (this.stop.signal.aborted) return;
+      },
+      failed: (err) => {
         this.drop();
         resourceVersion = undefined;
         // Without list/watch on PersistentVolumes (an older RBAC) the relay still works, one read per request.
         const forbidden = err instanceof KubeError && err.status === 403 && !this.warned;
         this.warned ||= forbidden;
-        this.logger.log(forbidden ? "warn" : "debug", "PersistentVolume watch ended; reading PVs on every request until it is back", {
-          reason: err instanceof Error ? err.message : String(err),
-        });
-        await this.sleep(backoff.take(), this.stop.signal);
-      }
-    }
+        this.logger.log(forbidden ? "warn" : "debug", "PersistentVolume watch ended; reading PVs on every request until it is back", { reason: reasonOf(err) });
+      },
+    });
   }
 }
