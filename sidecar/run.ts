@@ -16,6 +16,7 @@ import { podEndpoint } from "./node/name.js";
 import { createHealerService } from "./relay/healer-service.js";
 import { Limiter } from "./relay/limiter.js";
 import { NodeCache } from "./relay/node-cache.js";
+import { PodClaims } from "./relay/pod-claims.js";
 import { PvCache } from "./relay/pv-cache.js";
 import { SecretCache } from "./relay/secret-cache.js";
 import { serverCredentials } from "./server/credentials.js";
@@ -52,6 +53,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
 
   const nodes = new NodeCache(kube, config.nodeId, logger);
+  const pods = new PodClaims(kube, config.nodeId, logger);
   const pvs = new PvCache(kube, config.pvCacheTtlMs, logger);
   // One bound on driver calls and one secret cache for healing and the upstream services alike.
   const limiter = new Limiter(config.maxInflight, config.maxQueue);
@@ -59,7 +61,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const healer = createHealerService({
     driver,
     limiter,
-    resolver: { kube, nodes, pvs, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
+    resolver: { kube, nodes, pods, pvs, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
   const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
   const repeats = new RepeatedLines(logger);
@@ -120,6 +122,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
+  pods.start();
   pvs.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
@@ -144,6 +147,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       http?.closeAllConnections();
       manager.close();
       nodes.close();
+      pods.close();
       pvs.close();
       tls.close();
       driver.close();

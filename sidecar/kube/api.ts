@@ -1,5 +1,6 @@
 // The narrow view of the Kubernetes API the sidecar needs. Only kube/client.ts implements it (over
 // kube/transport.ts); everything else, the relay included, sees just this and never HTTP.
+import type { PodVolumes } from "../../common/kube/pod-claims.js";
 
 /** A failed API request: `status` is the HTTP status (0 when the server could not be reached). */
 export class KubeError extends Error {
@@ -55,7 +56,14 @@ export interface PersistentVolume {
       volumeAttributes?: Record<string, string>;
       nodeStageSecretRef?: { name: string; namespace: string };
     };
+    /** The claim the PV is bound to (or reserved for). */
+    claimRef?: { namespace?: string; name?: string };
   };
+}
+
+/** A Pod on this node, as far as its volumes go. */
+export interface NodePod extends PodVolumes {
+  metadata: ObjectMeta;
 }
 
 export interface VolumeAttachment {
@@ -121,6 +129,10 @@ export interface KubeApi {
   getVolumeAttachment(name: string, signal: AbortSignal): Promise<VolumeAttachment | undefined>;
   getNode(name: string, signal: AbortSignal): Promise<NodeInfo | undefined>;
   watchNode(): Watcher<NodeInfo>;
+  /** The Pods bound to this node (fieldSelector spec.nodeName, as the kubelet lists them) and the list's resourceVersion. */
+  listPodsOnNode(nodeName: string, signal: AbortSignal): Promise<{ resourceVersion: string; items: NodePod[] }>;
+  /** Changes of the Pods bound to this node after `resourceVersion`. */
+  watchPodsOnNode(opts: { nodeName: string; resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, obj: NodePod) => void): Promise<void>;
   getLease(namespace: string, name: string, signal: AbortSignal): Promise<Lease | undefined>;
   createLease(obj: Lease, signal: AbortSignal): Promise<Lease>;
   /** A PUT with the object's resourceVersion: 409 when someone else wrote it since. */

@@ -1,5 +1,5 @@
 // KubeApi over the REST paths the sidecar uses; every call carries the caller's AbortSignal.
-import { KubeError, type CSIAddonsNode, type KubeApi, type Lease, type PersistentVolume, type Watcher, type WatchEventType } from "./api.js";
+import { KubeError, type CSIAddonsNode, type KubeApi, type Lease, type NodePod, type PersistentVolume, type Watcher, type WatchEventType } from "./api.js";
 import type { KubeTransport } from "./transport.js";
 
 const CSI_ADDONS_NODES = "/apis/csiaddons.openshift.io/v1alpha1/namespaces";
@@ -52,6 +52,15 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     getVolumeAttachment: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`, signal),
     getNode: (name, signal) => getOrUndefined(`/api/v1/nodes/${enc(name)}`, signal),
     watchNode: () => watcher("/api/v1/nodes"),
+    listPodsOnNode: async (nodeName, signal) => {
+      const q = new URLSearchParams({ fieldSelector: `spec.nodeName=${nodeName}` });
+      const list = await get<{ metadata: { resourceVersion: string }; items?: NodePod[] }>(`/api/v1/pods?${q}`, signal);
+      return { resourceVersion: list.metadata.resourceVersion, items: list.items ?? [] };
+    },
+    watchPodsOnNode: ({ nodeName, resourceVersion, signal }, onEvent) => {
+      const q = new URLSearchParams({ watch: "true", allowWatchBookmarks: "true", fieldSelector: `spec.nodeName=${nodeName}`, resourceVersion });
+      return t.watch(`/api/v1/pods?${q}`, signal, (e) => onEvent(e.type as WatchEventType, e.object as NodePod));
+    },
     getSecretData: async (ns, name, signal) => {
       const secret = await getOrUndefined<{ data?: Record<string, string> }>(`/api/v1/namespaces/${enc(ns)}/secrets/${enc(name)}`, signal);
       if (!secret) return undefined;

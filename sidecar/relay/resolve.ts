@@ -5,6 +5,7 @@ import type { VolumeCapability } from "../../proto/gen/csi/v1/csi.js";
 import { isBlock, volumeCapability } from "./capability.js";
 import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
 import type { NodeCache } from "./node-cache.js";
+import type { PodClaims } from "./pod-claims.js";
 import type { PvCache } from "./pv-cache.js";
 import type { SecretCache } from "./secret-cache.js";
 
@@ -44,6 +45,7 @@ export function describeCsiVolume(pvName: string, pv: PersistentVolume, stagingR
 export interface ResolverDeps {
   kube: KubeApi;
   nodes: NodeCache;
+  pods: Pick<PodClaims, "uses">;
   pvs: PvCache;
   secrets: SecretCache;
   nodeName: string;
@@ -53,7 +55,9 @@ export interface ResolverDeps {
 /**
  * The PV may come from the watched cache (pv-cache.ts says why that cannot mislead, even for a
  * heal). Step 4 is never cached: the watched Node answers it without a request (a kubelet lists
- * every mounted attachable volume in status.volumesInUse), else the VolumeAttachment is read.
+ * every mounted attachable volume in status.volumesInUse), or the watched Pods of this node (a
+ * Pod here uses the PV's claim: how a volume of a driver without attach is found), else the
+ * VolumeAttachment is read.
  */
 export async function resolveVolume(
   deps: ResolverDeps,
@@ -92,9 +96,9 @@ export async function fetchStageSecrets(
 }
 
 /**
- * Step 4: is the volume on this node? The watched Node's volumesInUse answers without a request;
- * otherwise the VolumeAttachment named for this node must say attached. Returns the attachment when
- * it had to be read (undefined when the Node alone answered).
+ * Step 4: is the volume on this node? The watched Node's volumesInUse, then the watched Pods of this
+ * node, answer without a request; otherwise the VolumeAttachment named for this node must say
+ * attached. Returns the attachment when it had to be read (undefined when a watch answered).
  */
 async function onThisNode(
   deps: ResolverDeps,
@@ -106,6 +110,8 @@ async function onThisNode(
   const handle = pv.spec.csi!.volumeHandle;
   const node = await deps.nodes.get(signal);
   if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return undefined;
+  const claim = pv.spec.claimRef;
+  if (claim?.namespace && claim.name && (await deps.pods.uses(claim.namespace, claim.name, signal))) return undefined;
   const va = (await deps.kube.getVolumeAttachment(vaName, signal)) ?? null;
   if (va?.status?.attached) return va;
   throw failedPrecondition(

@@ -257,6 +257,7 @@ describe("RBAC", { skip }, () => {
       "authorization.k8s.io/subjectaccessreviews: create",
       "core/nodes: get,watch",
       "core/persistentvolumes: get,list,watch",
+      "core/pods: list,watch",
       "core/secrets: get",
       "storage.k8s.io/volumeattachments: get",
     ]);

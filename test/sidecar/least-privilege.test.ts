@@ -16,7 +16,7 @@ import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
-import { DRIVER, NAMESPACE, NODE, namespace, node, pv, secret, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { DRIVER, NAMESPACE, NODE, namespace, node, pv, secret, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
 import { VolumeHealerClient, HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
 import { secretDigest } from "../../driver-stub/call-log.js";
@@ -77,6 +77,7 @@ const STUB_STATE: StubState = {
   volumes: {
     "vol-heal": { state: "ABNORMAL", reason: "TransportEndpointNotConnected", message: "fuse daemon died", heal: "SUCCEED" },
     "vol-na": { state: "HEALTHY" },
+    "vol-po": { state: "HEALTHY" },
   },
 };
 
@@ -92,6 +93,8 @@ const STEPS = [
   "a driver restart recorded on the CSIAddonsNode",
   "PersistentVolumes kept by a watch (no API read per repeated health check)",
   "the controller plugin's Lease held and renewed",
+  "GetVolumeHealth of a volume without attach that only a Pod on this node shows",
+  "this node's Pods kept by a watch (no API list per request)",
 ] as const;
 type Step = (typeof STEPS)[number];
 
@@ -155,6 +158,23 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     step = STEPS[3];
     const na = await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     if (na.health?.state !== State.HEALTHY) throw new StepFailed(step, undefined, `health ${JSON.stringify(na.health)}, expected HEALTHY`);
+
+    step = STEPS[9];
+    const po = await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-podonly" }, { metadata }));
+    if (po.health?.state !== State.HEALTHY) throw new StepFailed(step, undefined, `health ${JSON.stringify(po.health)}, expected HEALTHY`);
+
+    step = STEPS[10];
+    await waitFor("the sidecar's watch of this node's Pods", () => kube.counters.get("watch", "pods") >= 1, { timeoutMs: 10_000 }).catch(() => {
+      throw new StepFailed(step, undefined, "the sidecar never watched this node's Pods");
+    });
+    // A watch refused at once would count too: the lists must stop once it stands.
+    await waitFor("the Pods served from the watch", async () => {
+      const lists = kube.counters.get("list", "pods");
+      for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-podonly" }, { metadata }));
+      return kube.counters.get("list", "pods") === lists;
+    }, { timeoutMs: 5_000 }).catch((err: Error) => {
+      throw err instanceof StepFailed ? err : new StepFailed(step, undefined, "this node's Pods are listed for every request: not served from a watch");
+    });
 
     step = STEPS[4];
     // Once the watch request has arrived, the cache is synced (the sidecar reads, then watches).
@@ -279,6 +299,8 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "watch persistentvolumes": { step: STEPS[7] },
   "get volumeattachments": { step: STEPS[1], code: "FAILED_PRECONDITION" },
   "get nodes": { step: STEPS[1], code: "FAILED_PRECONDITION" }, // the watched Node is asked first
+  "list pods": { step: STEPS[9], code: "FAILED_PRECONDITION" },
+  "watch pods": { step: STEPS[10] },
   "watch nodes": { step: STEPS[4] },
   "get secrets": { step: STEPS[2], code: "FAILED_PRECONDITION" },
   "create tokenreviews": { step: STEPS[1], code: "UNAVAILABLE" },
@@ -309,6 +331,8 @@ describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
         pv("pv-heal", { handle: "vol-heal", secret: { namespace: NAMESPACE, name: "stage-secret" } }),
         volumeAttachment("pv-heal", "vol-heal"),
         pv("pv-noattach", { handle: "vol-na" }),
+        pv("pv-podonly", { handle: "vol-po", claim: "claim-po" }),
+        userPod("app-po", ["claim-po"]),
       ],
     });
     // A quiet Node's resourceVersion soon leaves the watch window on a real cluster; so it does here.

@@ -68,6 +68,8 @@ export interface PvOptions {
   fsType?: string;
   mountOptions?: string[];
   attributes?: Record<string, string>;
+  /** Bound to this claim (namespace csi unless given "namespace/name"). */
+  claim?: string;
 }
 
 export function pv(name: string, o: PvOptions = {}): Obj {
@@ -88,7 +90,33 @@ export function pv(name: string, o: PvOptions = {}): Obj {
         volumeAttributes: o.attributes ?? { pool: "rbd" },
         ...(o.secret ? { nodeStageSecretRef: o.secret } : {}),
       },
+      ...(o.claim ? { claimRef: claimRef(o.claim) } : {}),
     },
+  };
+}
+
+function claimRef(claim: string): Obj {
+  const [namespace, name] = claim.includes("/") ? claim.split("/") : [NAMESPACE, claim];
+  return { kind: "PersistentVolumeClaim", namespace, name, uid: `uid-${name}` };
+}
+
+/**
+ * A user's Pod on the node mounting these claims (namespace csi unless "namespace/name"): what a
+ * kubelet goes by to stage volumes of a driver without attach, which it never lists in the Node's
+ * volumesInUse.
+ */
+export function userPod(name: string, claims: string[], o: { phase?: string; nodeName?: string } = {}): Obj {
+  const ns = claims[0]?.includes("/") ? claims[0].split("/")[0] : NAMESPACE;
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: ns, uid: `uid-pod-${name}` },
+    spec: {
+      nodeName: o.nodeName ?? NODE,
+      containers: [{ name: "app", image: "app:1" }],
+      volumes: claims.map((c, i) => ({ name: `data-${i}`, persistentVolumeClaim: { claimName: c.includes("/") ? c.split("/")[1] : c } })),
+    },
+    status: { phase: o.phase ?? "Running" },
   };
 }
 
