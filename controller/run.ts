@@ -51,6 +51,7 @@ export function buildParts(config: Config, logger: Logger): Parts {
     reporter,
     logger,
     retry: { maxAttempts: config.maxAttempts, initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs, healTimeoutMs: config.healTimeoutMs },
+    podVolumes: async (s, signal) => cluster.volumesOfClaims(s, await kube.claimsOnNode(s.nodeId, signal)),
   };
   return { cluster, pool, metrics, passDeps, kube, events };
 }

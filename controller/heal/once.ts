@@ -3,6 +3,7 @@
 import type { HealCommand } from "../config/config.js";
 import type { ClusterView } from "../kube/api.js";
 import type { PvInfo } from "../plan/types.js";
+import { withVolumes } from "../plan/volumes.js";
 import { HealPass, type PassDeps } from "./pass.js";
 
 export interface Terminal {
@@ -20,7 +21,19 @@ export async function healOnce(view: ClusterView, deps: PassDeps, cmd: HealComma
     term.print(`no CSIAddonsNode for node ${cmd.node}\n`);
     return 1;
   }
-  const work = sidecars.map((s) => ({ s, pvs: view.volumesOf(s).filter((pv) => !cmd.pv || pv.name === cmd.pv) }));
+  // The node's Pods are listed here, once, so that the table counts every volume up front.
+  const work = await Promise.all(
+    sidecars.map(async (s) => {
+      let more: readonly PvInfo[] = [];
+      try {
+        if (deps.podVolumes) more = await deps.podVolumes(s, AbortSignal.timeout(deadlineMs));
+      } catch (err) {
+        term.print(`${s.key}: could not list the Pods on node ${cmd.node} (${(err as Error).message}): volumes of a driver without attach are left out\n`);
+      }
+      return { s, pvs: withVolumes(view.volumesOf(s), more).filter((pv) => !cmd.pv || pv.name === cmd.pv) };
+    }),
+  );
+  const passDeps: PassDeps = { ...deps, podVolumes: undefined };
   const total = work.reduce((n, w) => n + w.pvs.length, 0);
   if (total === 0) {
     term.print(cmd.pv ? `PersistentVolume ${cmd.pv} is not on node ${cmd.node}\n` : `no volumes on node ${cmd.node}\n`);
@@ -30,7 +43,7 @@ export async function healOnce(view: ClusterView, deps: PassDeps, cmd: HealComma
   let answered = 0;
   const rows: { pv: PvInfo; driver: string; answer: string }[] = [];
   const passes = work.map(({ s, pvs }, i) =>
-    new HealPass(deps, { sidecar: s, pvs, mode, trigger: "manual", generation: i, priority: 0 }, (pv, answer) => {
+    new HealPass(passDeps, { sidecar: s, pvs, mode, trigger: "manual", generation: i, priority: 0 }, (pv, answer) => {
       answered++;
       rows.push({ pv: pvs.find((p) => p.name === pv)!, driver: s.driver, answer });
       term.progress(`[${answered}/${total}] ${pv}: ${answer}`);

@@ -9,9 +9,11 @@ import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
 import { backoffMs, isRetryable } from "../plan/retry.js";
 import { canRun } from "../plan/trigger.js";
+import { withVolumes } from "../plan/volumes.js";
 import type { HealerCapabilities, Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
 import type { Reporter } from "../report/reporter.js";
 import { CallError } from "../../common/grpc/call-error.js";
+import { KubeRequestError } from "../kube/api.js";
 import type { SidecarConnection } from "../sidecars/connection.js";
 import type { SidecarPool } from "../sidecars/pool.js";
 import type { WorkQueue } from "./queue.js";
@@ -32,6 +34,12 @@ export interface PassDeps {
   logger: Logger;
   retry: RetryPolicy;
   random?: () => number;
+  /**
+   * The sidecar's volumes that only the Pods on its node show (a driver without an attach step has
+   * no VolumeAttachment, and a kubelet names only attachable volumes in status.volumesInUse): one
+   * list of the node's Pods per pass, added to the pass's volumes before the first heal.
+   */
+  podVolumes?(sidecar: SidecarInfo, signal: AbortSignal): Promise<readonly PvInfo[]>;
 }
 
 export interface PassSpec {
@@ -58,6 +66,7 @@ export interface PassSummary {
 }
 
 const PROBE_TIMEOUT_MS = 5_000;
+const POD_LIST_TIMEOUT_MS = 15_000;
 
 export class HealPass {
   readonly done: Promise<PassSummary>;
@@ -71,6 +80,8 @@ export class HealPass {
   private conn: SidecarConnection | undefined;
   private ready: Promise<HealerCapabilities | undefined> | undefined;
   private finished = false;
+  /** spec.pvs and what the node's Pods add (run()). */
+  private volumes: readonly PvInfo[];
 
   constructor(
     private readonly deps: PassDeps,
@@ -78,6 +89,7 @@ export class HealPass {
     private readonly onAnswer: (pv: string, answer: string) => void = () => {},
   ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
+    this.volumes = spec.pvs;
   }
 
   get persistent(): boolean {
@@ -101,6 +113,9 @@ export class HealPass {
   }
 
   private async run(): Promise<void> {
+    // A restart heal lists the node's Pods while the sidecar is looked up, so that its first heal
+    // does not wait for one more round trip; other passes list them only for a driver that opted in.
+    const early = this.persistent ? this.withPodVolumes() : undefined;
     const caps = await this.waitReady();
     if (!caps) return;
     if (!canRun(this.spec.mode, caps)) {
@@ -111,8 +126,36 @@ export class HealPass {
       const need = this.spec.mode === "ALWAYS" ? "HEAL_VOLUME" : "HEAL_VOLUME and GET_VOLUME_HEALTH";
       return this.finish({ completed: true, skipped: `driver ${this.spec.sidecar.driver} does not offer VolumeHealer ${need}` });
     }
-    if (this.spec.pvs.length === 0) return this.finish({ completed: true });
-    for (const pv of this.spec.pvs) this.enqueue(pv, 1, 0);
+    this.volumes = await (early ?? this.withPodVolumes());
+    if (this.abort.signal.aborted) return;
+    if (this.volumes.length === 0) return this.finish({ completed: true });
+    for (const pv of this.volumes) this.enqueue(pv, 1, 0);
+  }
+
+  /**
+   * spec.pvs plus the volumes the node's Pods show. A pass that must not lose a heal (restart, first
+   * sight) lists again until the list works, unless it is refused (403: an install without the
+   * permission, said in the log; the other volumes are healed all the same); any other pass goes on
+   * without them and its successor tries again.
+   */
+  private async withPodVolumes(): Promise<readonly PvInfo[]> {
+    const find = this.deps.podVolumes;
+    const { sidecar, pvs, trigger } = this.spec;
+    if (!find) return pvs;
+    for (let attempt = 1; !this.abort.signal.aborted; attempt++) {
+      try {
+        return withVolumes(pvs, await find(sidecar, AbortSignal.any([this.abort.signal, AbortSignal.timeout(POD_LIST_TIMEOUT_MS)])));
+      } catch (err) {
+        if (this.abort.signal.aborted) break;
+        const refused = err instanceof KubeRequestError && err.status === 403;
+        const again = this.persistent && !refused;
+        const wait = again ? backoffMs(attempt, this.deps.retry.initialMs, this.deps.retry.maxMs, this.deps.random) : undefined;
+        this.deps.logger.warn("could not list the Pods on the sidecar's node", { sidecar: sidecar.key, node: sidecar.nodeId, trigger, error: (err as Error).message, retryInMs: wait });
+        if (wait === undefined) return pvs;
+        await delay(wait, this.abort.signal);
+      }
+    }
+    return pvs;
   }
 
   /** `failures`: the volume's failed attempts so far that were not the sidecar being down or busy. */
@@ -229,7 +272,7 @@ export class HealPass {
     this.answers.set(pv, answer);
     if (abnormal) this.abnormal++;
     this.onAnswer(pv, answer);
-    if (this.answers.size === this.spec.pvs.length) this.finish({ completed: true });
+    if (this.answers.size === this.volumes.length) this.finish({ completed: true });
   }
 
   private finish(s: Omit<PassSummary, "answers" | "abnormal">): void {

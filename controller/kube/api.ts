@@ -13,6 +13,8 @@ export interface ClusterView extends EventEmitter<ClusterEvents> {
   sidecars(): SidecarInfo[];
   sidecar(key: string): SidecarInfo | undefined;
   volumesOf(sidecar: SidecarInfo): PvInfo[];
+  /** The sidecar's driver's PVs bound to these claims ("namespace/name"), none being deleted. */
+  volumesOfClaims(sidecar: SidecarInfo, claims: Iterable<string>): PvInfo[];
   pv(name: string): PvInfo | undefined;
 }
 
@@ -32,6 +34,8 @@ export interface KubeWrites {
   patchCSIAddonsNodeAnnotation(namespace: string, name: string, key: string, value: string, signal: AbortSignal): Promise<void>;
   /** status.podIP of one Pod (one GET), undefined when it has none yet. */
   podIP(namespace: string, name: string, signal: AbortSignal): Promise<string | undefined>;
+  /** "namespace/claim" of every PVC that the running Pods of one node use (one list, fieldSelector spec.nodeName). */
+  claimsOnNode(nodeName: string, signal: AbortSignal): Promise<string[]>;
   /** Creates an Event; returns its name so a repeat can bump it. */
   createEvent(namespace: string, e: EventRecord, signal: AbortSignal): Promise<string>;
   /** A repeat of an Event: count and lastTimestamp only. */

@@ -14,6 +14,7 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { KubeRequestError, type EventRecord, type KubeWrites, type StoredLease } from "./api.js";
+import { claimsOfPod } from "../../common/kube/pod-claims.js";
 import { jsonRequest } from "./json-request.js";
 import { KeepAliveAgents } from "./keep-alive.js";
 
@@ -82,6 +83,12 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
     async podIP(namespace, name, signal) {
       const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));
       return pod.status?.podIP || undefined;
+    },
+    async claimsOnNode(nodeName, signal) {
+      const list = await request(`list Pods on node ${nodeName}`, () =>
+        core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, requestOptions(signal)),
+      );
+      return list.items.flatMap(claimsOfPod);
     },
     // Events through jsonRequest, not client-node's generated client: they are the one write of
     // every heal, and that path costs half the CPU (json-request.ts).

@@ -1,5 +1,6 @@
 // ClusterView over four informers (DESIGN 7.1): CSIAddonsNodes, VolumeAttachments, PVs indexed by
-// (driver, volumeHandle), Nodes. Pods are never cached: an endpoint is resolved with one GET.
+// (driver, volumeHandle) and by claim, Nodes. Pods are never cached: an endpoint is resolved with
+// one GET, and a node's Pods are listed once per pass (heal/pass.ts).
 import { EventEmitter } from "node:events";
 import {
   CoreV1Api,
@@ -13,6 +14,7 @@ import {
   type V1VolumeAttachment,
 } from "@kubernetes/client-node";
 import type { Logger } from "../../common/log/logger.js";
+import { claimKey } from "../../common/kube/pod-claims.js";
 import { volumesOfSidecar } from "../plan/volumes.js";
 import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
 import type { ClusterEvents, ClusterView } from "./api.js";
@@ -28,6 +30,17 @@ interface CSIAddonsNode extends KubernetesObject {
 
 const key = (namespace: string, name: string) => `${namespace}/${name}`;
 const handleKey = (driver: string, handle: string) => `${driver}^${handle}`;
+
+function index(idx: Map<string, Map<string, PvInfo>>, k: string, pv: PvInfo): void {
+  const same = idx.get(k) ?? new Map<string, PvInfo>();
+  idx.set(k, same.set(pv.name, pv));
+}
+
+function unindex(idx: Map<string, Map<string, PvInfo>>, k: string, name: string): void {
+  const same = idx.get(k);
+  same?.delete(name);
+  if (same?.size === 0) idx.delete(k);
+}
 
 export function toSidecar(o: CSIAddonsNode): SidecarInfo {
   const m = o.metadata ?? {};
@@ -79,6 +92,8 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
   // the others found.
   private readonly pvByHandleIdx = new Map<string, Map<string, PvInfo>>();
   private readonly pvByNameIdx = new Map<string, PvInfo>();
+  /** "namespace/claim" → the PVs whose claimRef names it (one, unless a PV is being replaced). */
+  private readonly pvByClaimIdx = new Map<string, Map<string, PvInfo>>();
   private readonly attachments = new AttachmentIndex();
 
   constructor(kc: KubeConfig, namespace: string | undefined, logger: Logger) {
@@ -104,18 +119,15 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
       const name = o.metadata?.name ?? "";
       const old = this.pvByNameIdx.get(name);
       if (old) {
-        const k = handleKey(old.driver, old.handle);
-        const same = this.pvByHandleIdx.get(k);
-        same?.delete(name);
-        if (same?.size === 0) this.pvByHandleIdx.delete(k);
+        unindex(this.pvByHandleIdx, handleKey(old.driver, old.handle), name);
+        if (old.claim) unindex(this.pvByClaimIdx, claimKey(old.claim.namespace, old.claim.name), name);
       }
       this.pvByNameIdx.delete(name);
       const pv = type === "delete" ? undefined : toPv(o);
       if (pv) {
         this.pvByNameIdx.set(pv.name, pv);
-        const k = handleKey(pv.driver, pv.handle);
-        const same = this.pvByHandleIdx.get(k) ?? new Map<string, PvInfo>();
-        this.pvByHandleIdx.set(k, same.set(pv.name, pv));
+        index(this.pvByHandleIdx, handleKey(pv.driver, pv.handle), pv);
+        if (pv.claim) index(this.pvByClaimIdx, claimKey(pv.claim.namespace, pv.claim.name), pv);
       }
     });
     this.vaInf.on("change", (type, o) => {
@@ -153,6 +165,19 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
       pvByName: (n) => this.pvByNameIdx.get(n),
       pvsByHandle: (d, h) => this.pvByHandleIdx.get(handleKey(d, h))?.values() ?? [],
     });
+  }
+
+  volumesOfClaims(s: SidecarInfo, claims: Iterable<string>): PvInfo[] {
+    // A PV with a VolumeAttachment to this node is the attachment's to answer for (attached or not
+    // yet): a Pod scheduled here before its volume is attached must not make it a volume to heal.
+    const attached = new Set(this.attachments.onNode(s.nodeId).map((va) => va.pvName));
+    const found = new Map<string, PvInfo>();
+    for (const c of claims) {
+      for (const pv of this.pvByClaimIdx.get(c)?.values() ?? []) {
+        if (pv.driver === s.driver && !pv.deleting && !attached.has(pv.name)) found.set(pv.name, pv);
+      }
+    }
+    return [...found.values()];
   }
 
   pv(name: string): PvInfo | undefined {

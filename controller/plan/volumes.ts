@@ -1,6 +1,7 @@
 // DESIGN 7.1: the volumes of a sidecar are the PVs of its driver on its node — attached through a
-// VolumeAttachment, or listed in the Node's volumesInUse (drivers without attach) — deduplicated,
-// never those being deleted.
+// VolumeAttachment, or listed in the Node's volumesInUse — deduplicated, never those being deleted.
+// Beyond DESIGN, a pass adds the PVs whose claims the node's Pods mount (withVolumes): a kubelet
+// names only attachable volumes in volumesInUse, so a driver without attach is found only so.
 import type { AttachmentInfo, PvInfo, SidecarInfo } from "./types.js";
 
 export interface VolumeSources {
@@ -34,4 +35,11 @@ export function volumesOfSidecar(sidecar: Pick<SidecarInfo, "driver" | "nodeId">
   // PV names are DNS subdomains (lowercase ASCII): code-unit order is what any locale's collation
   // gives them, without ICU's collator (twice the cost; its data loaded on first use).
   return [...found.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** `known`, then those of `more` it does not name yet (the volumes a node's Pods add). */
+export function withVolumes(known: readonly PvInfo[], more: readonly PvInfo[]): readonly PvInfo[] {
+  const names = new Set(known.map((pv) => pv.name));
+  const added = more.filter((pv) => !names.has(pv.name));
+  return added.length === 0 ? known : [...known, ...added];
 }

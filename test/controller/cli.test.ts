@@ -44,7 +44,11 @@ describe("flags", () => {
 describe("heal subcommand", () => {
   let stack: Stack;
   before(async () => {
-    stack = await startStack({ volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "ABNORMAL", heal: "NOT_HEALABLE" } } });
+    stack = await startStack({
+      volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "ABNORMAL", heal: "NOT_HEALABLE" }, "pv-d": { state: "ABNORMAL", heal: "SUCCEED" } },
+      // Only a Pod on the node shows pv-d (a driver without attach): the table counts it up front.
+      withoutAttach: ["pv-d"],
+    });
     await stack.startSidecar();
   });
   after(() => stack?.stop());
@@ -54,12 +58,13 @@ describe("heal subcommand", () => {
   test("one IF_ABNORMAL pass over the node: progress, a summary table, exit 1 when a volume is not healed", async () => {
     const r = await heal("--node=node-1");
     assert.equal(r.code, 1, r.stdout + r.stderr);
-    assert.match(r.stderr, /\[3\/3\] pv-\w: /);
+    assert.match(r.stderr, /\[4\/4\] pv-\w: /);
     const rows = r.stdout.split("\n").filter((l) => l.startsWith("pv-"));
     assert.deepEqual(rows.map((l) => l.split(/\s+/)), [
       ["pv-a", "stub.csi.example.com", handleOf("pv-a"), "HEALED"],
       ["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"],
       ["pv-c", "stub.csi.example.com", handleOf("pv-c"), "NOT_HEALABLE"],
+      ["pv-d", "stub.csi.example.com", handleOf("pv-d"), "HEALED"],
     ]);
     assert.match(r.stdout, /^PV\s+DRIVER\s+VOLUME HANDLE\s+RESULT$/m);
     // A table: every column starts where its heading does.
@@ -69,7 +74,7 @@ describe("heal subcommand", () => {
       const [pvName, driver, handle, result] = row.split(/\s+/) as [string, string, string, string];
       assert.deepEqual([row.indexOf(driver, pvName.length), row.indexOf(handle, starts[0]! + driver.length), row.indexOf(result, starts[1]! + handle.length)], starts, row);
     }
-    assert.match(r.stdout, /HEALED 1, NOT_NEEDED 1, NOT_HEALABLE 1 \(mode IF_ABNORMAL, node node-1\)/);
+    assert.match(r.stdout, /HEALED 2, NOT_NEEDED 1, NOT_HEALABLE 1 \(mode IF_ABNORMAL, node node-1\)/);
     assert.equal(stack.heals("pv-b"), 0);
     assert.equal(stack.annotation(HANDLED), undefined, "a manual pass writes no marker");
   });

@@ -107,6 +107,35 @@ test("two PVs naming one handle in use: deleting one leaves the other found, whi
   assert.deepEqual(names(s).filter((x) => x.startsWith("pv-shared")), []);
 });
 
+test("the volumes of claims its node's Pods mount: bound PVs of its driver, not attached ones, not deleted, following rebinding", async () => {
+  const s = cache.sidecar(KEY)!;
+  const claims = ["csi/claim-1", "csi/claim-2", "csi/claim-3", "csi/claim-4", "shop/claim-1"];
+  await api.create(pv("pv-claim-1", { handle: "handle-c1", claim: "claim-1" }));
+  // Attached to this node: its VolumeAttachment answers for it, attached or not.
+  await api.create(pv("pv-claim-2", { handle: "handle-c2", claim: "claim-2" }));
+  await api.create(volumeAttachment("pv-claim-2", "handle-c2", { attached: false }));
+  await api.create(pv("pv-claim-3", { handle: "handle-c3", claim: "claim-3", driver: "other.csi.example.com" }));
+  await api.create(pv("pv-shop", { handle: "handle-shop", claim: "shop/claim-1" }));
+  const of = (c: string[]) => cache.volumesOfClaims(s, c).map((p) => p.name).sort();
+  await waitFor("the PVs seen", () => cache.pv("pv-shop") !== undefined && cache.pv("pv-claim-3") !== undefined);
+  await waitFor("the attachment seen", () => of(claims).length === 2);
+  assert.deepEqual(of(claims), ["pv-claim-1", "pv-shop"]);
+  assert.deepEqual(of(["csi/claim-1"]), ["pv-claim-1"]);
+  assert.deepEqual(of([]), []);
+
+  // Bound again to another claim: found by the new one only.
+  const o = api.get("v1", "PersistentVolume", undefined, "pv-claim-1") as Record<string, any>;
+  o["spec"].claimRef = { ...o["spec"].claimRef, name: "claim-4", uid: "uid-claim-4" };
+  api.update(o);
+  await waitFor("the rebinding seen", () => cache.pv("pv-claim-1")?.claim?.name === "claim-4");
+  assert.deepEqual(of(["csi/claim-1"]), []);
+  assert.deepEqual(of(["csi/claim-4"]), ["pv-claim-1"]);
+
+  api.delete("v1", "PersistentVolume", undefined, "pv-shop");
+  await waitFor("the deletion seen", () => cache.pv("pv-shop") === undefined);
+  assert.deepEqual(of(claims), ["pv-claim-1"]);
+});
+
 test("changes of a CSIAddonsNode are told to the controller as they come", async () => {
   const stored = api.get(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi") as Record<string, any>;
   stored["metadata"].annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] = "2026-12-03T06:00:00Z";

@@ -273,6 +273,42 @@ const HEALED: HealAnswer = { result: "HEALED", health: "HEALTHY", message: "" };
 const run = (f: Fake, trigger: Trigger = "restart") =>
   new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: trigger === "restart" ? "ALWAYS" : "IF_ABNORMAL", trigger, generation: 1, priority: 0 }).start().done;
 
+const POD_PV: PvInfo = { name: "pv-pod", uid: "pv-pod", driver: "drv", handle: "h-pv-pod", deleting: false, claim: { namespace: "csi", name: "c", uid: undefined } };
+
+test("pass: the volumes the node's Pods show are healed too, each once (one already known is not called twice)", async () => {
+  const f = fake(() => HEALED);
+  const asked: string[] = [];
+  f.deps.podVolumes = async (s) => (asked.push(s.nodeId), [POD_PV, PVS[0]!]);
+  const sum = await run(f);
+  assert.deepEqual(asked, ["n1"], "one list of the node's Pods per pass");
+  assert.deepEqual([...sum.answers.keys()].sort(), ["pv-1", "pv-2", "pv-pod"]);
+  assert.deepEqual([...f.calls].sort(), ["pv-1", "pv-2", "pv-pod"]);
+});
+
+test("pass: a restart pass lists the node's Pods again until it works; refused (403), it heals the rest; a periodic pass goes on without them", async () => {
+  const failing = (fails: number, err: () => Error) => {
+    let n = 0;
+    return async () => {
+      if (++n <= fails) throw err();
+      return [POD_PV];
+    };
+  };
+  const restart = fake(() => HEALED);
+  restart.deps.podVolumes = failing(2, () => new KubeRequestError(0, "list Pods on node n1: connection refused"));
+  assert.deepEqual([...(await run(restart)).answers.keys()].sort(), ["pv-1", "pv-2", "pv-pod"], "retried until the list worked: no heal lost");
+
+  const logger = captureLogger();
+  const refused = fake(() => HEALED);
+  refused.deps.logger = logger.logger;
+  refused.deps.podVolumes = failing(1, () => new KubeRequestError(403, "list Pods on node n1: HTTP 403"));
+  assert.deepEqual([...(await run(refused)).answers.keys()].sort(), ["pv-1", "pv-2"], "not asked again: the permission will not come by waiting");
+  assert.ok(logger.lines.some((l) => l.message === "could not list the Pods on the sidecar's node" && String(l.error).includes("403")));
+
+  const periodic = fake(() => HEALED);
+  periodic.deps.podVolumes = failing(1, () => new KubeRequestError(0, "list Pods on node n1: connection refused"));
+  assert.deepEqual([...(await run(periodic, "periodic")).answers.keys()].sort(), ["pv-1", "pv-2"], "the next periodic pass tries again");
+});
+
 test("pass: transient statuses are retried until answered; the answer is final", async () => {
   const f = fake((pv, n) => (pv === "pv-1" && n <= 2 ? (n === 1 ? status.UNAVAILABLE : status.ABORTED) : HEALED));
   const sum = await run(f, "periodic");

@@ -2,7 +2,8 @@
 // the controller runs as its own ServiceAccount with exactly the rules deploy/ binds to it
 // (rendered with kubectl kustomize), against an API server that enforces them, calling a sidecar
 // that authorizes it (auth on, verb `call`) — and the whole flow works: leader election, the
-// informers, the restart heal and its marker, Events (created, then bumped). Then, for every verb
+// informers, the restart heal and its marker (a volume that only a Pod on the node shows included),
+// Events (created, then bumped). Then, for every verb
 // of every rule, the same flow runs with that one permission taken away, and it must fail.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -54,7 +55,11 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
   const node = stack.csiAddonsNode()!;
   delete node.metadata.annotations[HANDLED];
   stack.kube.update(node);
-  const broken = () => stack.stub.updateState((s) => void (s.volumes![handleOf("pv-a")] = { state: "ABNORMAL", heal: "SUCCEED" }));
+  const broken = () =>
+    stack.stub.updateState((s) => {
+      s.volumes![handleOf("pv-a")] = { state: "ABNORMAL", heal: "SUCCEED" };
+      s.volumes![handleOf("pv-c")] = { state: "ABNORMAL", heal: "SUCCEED" };
+    });
   broken();
 
   let c: ControllerProc | undefined;
@@ -79,6 +84,7 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
     await step("leader (Lease created)", () => c!.logLines().some((l) => l.message === "became leader"));
     await step("lease renewed", () => lease() && lease().spec.renewTime !== lease().spec.acquireTime);
     await step("pv-a healed through the sidecar", () => c!.heals({ pv: "pv-a", result: "HEALED" }).length > 0);
+    await step("pv-c (a driver without attach: only a Pod on the node shows it) healed", () => c!.heals({ pv: "pv-c", result: "HEALED" }).length > 0);
     await step("handled marker recorded", () => stack.annotation(HANDLED));
     await step("VolumeHealed events on PV and PVC", () =>
       (stack.kube.list("v1", "Event", "default") as any[]).some((e) => e.reason === "VolumeHealed") && (stack.kube.list("v1", "Event", NAMESPACE) as any[]).some((e) => e.reason === "VolumeHealed"),
@@ -101,8 +107,9 @@ describe("the controller's RBAC from deploy/ is exactly what it needs", { skip: 
     tokenFile = join(dir, "token");
     writeFileSync(tokenFile, SIDECAR_TOKEN);
     stack = await startStack({
-      volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" } },
+      volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "ABNORMAL", heal: "SUCCEED" } },
       claims: { "pv-a": "data-a" },
+      withoutAttach: ["pv-c"],
       sidecarArgs: [...authArgs(AUDIENCE, tls), "--auth-verb=call", "--auth-cache-ttl=0"],
       tls,
       kube: { requireRbac: true },

@@ -1,6 +1,7 @@
 // DESIGN 7.2, restart heal: the controller sees a new restart marker on the CSIAddonsNode (a
 // driver restart, or a new node-plugin pod) and heals every volume of that node exactly once with
 // ALWAYS, then records the marker. A sidecar it sees for the first time gets IF_ABNORMAL only.
+// "Every volume" includes one that only a Pod on the node shows (a driver without attach).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startControllerProc, type ControllerProc } from "../support/controller.js";
@@ -12,7 +13,9 @@ let stack: Stack;
 let controller: ControllerProc;
 
 before(async () => {
-  stack = await startStack({ volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "HEALTHY" } } });
+  // pv-c is a volume of a driver without attach: no VolumeAttachment and, as a kubelet does, not in
+  // the Node's volumesInUse; only the Pod that mounts its claim says it is on this node.
+  stack = await startStack({ volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "HEALTHY" } }, withoutAttach: ["pv-c"] });
   await stack.startSidecar();
   controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath });
 });

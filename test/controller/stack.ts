@@ -6,7 +6,7 @@ import { restartDriverStub, startDriverStub, type DriverStub, type StubState } f
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
 import { TLS_CLIENT_OPTIONS, checkHealth, tlsCredentials, type TlsFiles } from "../sidecar/secure-sidecar.js";
-import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
+import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
 
 export const CAN = "csiaddons.openshift.io/v1alpha1";
 export const HANDLED = HANDLED_RESTART;
@@ -23,6 +23,12 @@ export interface StackOptions {
   kube?: Omit<KubeApiOptions, "seed" | "crdFiles">;
   /** Claims bound to PVs: PV name → claim name (namespace csi). */
   claims?: Record<string, string>;
+  /**
+   * PVs of a driver without attach: no VolumeAttachment and, as on a real cluster, not in the
+   * Node's volumesInUse; a running Pod on the node mounts each one's claim (`claim-<pv>` unless
+   * `claims` names it).
+   */
+  withoutAttach?: string[];
   /** The sidecar serves TLS with these files (auth on through sidecarArgs); health is checked over TLS. */
   tls?: TlsFiles;
   /** Seed objects added to the standard ones. */
@@ -56,16 +62,15 @@ export function runningPod(uid?: string): Record<string, any> {
 
 export async function startStack(o: StackOptions): Promise<Stack> {
   const pvs = Object.keys(o.volumes).sort();
+  const claimOf = (name: string) => o.claims?.[name] ?? `claim-${name}`;
   const seed = [
     namespace(),
     daemonSet(),
     runningPod(),
     node(),
     ...pvs.flatMap((name) => {
-      const obj = pv(name) as Record<string, any>;
-      const claim = o.claims?.[name];
-      if (claim) obj.spec.claimRef = { kind: "PersistentVolumeClaim", namespace: NAMESPACE, name: claim, uid: `uid-${claim}` };
-      return [obj, volumeAttachment(name, handleOf(name))];
+      if (o.withoutAttach?.includes(name)) return [pv(name, { claim: claimOf(name) }), userPod(`app-${name}`, [claimOf(name)])];
+      return [pv(name, { claim: o.claims?.[name] }), volumeAttachment(name, handleOf(name))];
     }),
     ...(o.extra ?? []),
   ];
