@@ -1,0 +1,158 @@
+// relay/pod-claims over a fake of the two KubeApi calls it makes: this node's Pods listed, then
+// watched from the list's version; what each claim's count does as Pods come, change and go; and
+// an install whose RBAC lacks list or watch on Pods (pod-claims.test.ts runs it against the
+// in-memory API, least-privilege.test.ts without each permission).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { PodClaims } from "../../sidecar/relay/pod-claims.js";
+import { KubeError, type KubeApi, type NodePod, type WatchEventType } from "../../sidecar/kube/api.js";
+import { createLogger } from "../../common/log/logger.js";
+import { waitFor } from "../support/wait.js";
+import { captureLogger } from "../support/capture-logger.js";
+import { gatedSleep } from "../support/gated-sleep.js";
+
+const pod = (name: string, claims: string[], phase = "Running"): NodePod => ({
+  metadata: { name, namespace: "ns", uid: `uid-${name}` },
+  spec: { volumes: claims.map((c) => ({ name: c, persistentVolumeClaim: { claimName: c } })) },
+  status: { phase },
+});
+
+const forbidden = (what: string) => new KubeError(403, "Forbidden", `${what}: 403 Forbidden`);
+
+/** Lists answer `pods` (or fail with `listError`); watches wait until ended, or fail at once with `watchError`. */
+function fakeKube(current: { pods: NodePod[]; listError?: Error; watchError?: Error }) {
+  const lists: string[] = [];
+  const watches: { resourceVersion: string; emit: (type: WatchEventType, obj: NodePod) => void; end: (err?: Error) => void }[] = [];
+  const kube = {
+    listPodsOnNode: async (nodeName: string) => {
+      lists.push(nodeName);
+      if (current.listError) throw current.listError;
+      return { resourceVersion: `rv-${lists.length}`, items: current.pods };
+    },
+    watchPodsOnNode: (opts: { resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, obj: NodePod) => void) => {
+      if (current.watchError) return Promise.reject(current.watchError);
+      return new Promise<void>((resolve, reject) => {
+        watches.push({ resourceVersion: opts.resourceVersion, emit: onEvent, end: (err) => (err ? reject(err) : resolve()) });
+        opts.signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+    },
+  } as unknown as KubeApi;
+  return { kube, lists, watches };
+}
+
+const quiet = createLogger("error", "json");
+const signal = () => AbortSignal.timeout(5_000);
+
+test("before the watch stands, each question lists this node's Pods; a list that fails says no", async () => {
+  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])] };
+  const { kube, lists } = fakeKube(current);
+  const claims = new PodClaims(kube, "node-1", quiet); // not started
+  assert.equal(await claims.uses("ns", "data", signal()), true);
+  assert.equal(await claims.uses("ns", "other", signal()), false);
+  assert.equal(await claims.uses("other-ns", "data", signal()), false, "a claim is namespaced");
+  assert.deepEqual(lists, ["node-1", "node-1", "node-1"]);
+  current.listError = new Error("connection refused");
+  assert.equal(await claims.uses("ns", "data", signal()), false);
+});
+
+test("once the watch stands: answered without a list, counted per Pod as Pods come, change, finish and go", async (t) => {
+  const { kube, lists, watches } = fakeKube({ pods: [pod("a", ["shared", "only-a"]), pod("b", ["shared"])] });
+  const claims = new PodClaims(kube, "node-1", quiet);
+  t.after(() => claims.close());
+  claims.start();
+  await waitFor("the watch", () => watches.length === 1);
+  assert.equal(watches[0]!.resourceVersion, "rv-1", "watched from the list's version");
+  const uses = (c: string) => claims.uses("ns", c, signal());
+  assert.deepEqual([await uses("shared"), await uses("only-a"), await uses("none")], [true, true, false]);
+
+  watches[0]!.emit("DELETED", pod("a", ["shared", "only-a"]));
+  assert.deepEqual([await uses("shared"), await uses("only-a")], [true, false], "b still uses shared");
+  watches[0]!.emit("MODIFIED", pod("b", ["other"]));
+  assert.deepEqual([await uses("shared"), await uses("other")], [false, true], "a Pod's claims are replaced, not added to");
+  watches[0]!.emit("ADDED", pod("c", ["late"]));
+  assert.equal(await uses("late"), true);
+  watches[0]!.emit("MODIFIED", pod("c", ["late"], "Succeeded"));
+  assert.equal(await uses("late"), false, "a finished Pod holds no volume");
+  watches[0]!.emit("BOOKMARK", { metadata: { resourceVersion: "rv-9" } });
+  assert.equal(await uses("other"), true, "a bookmark changes nothing");
+  assert.equal(lists.length, 1, "one list, at the start");
+});
+
+test("a watch that ends lists the Pods again and drops what the list no longer has; a failure backs off, reset once a watch delivers", async (t) => {
+  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])] };
+  const { kube, lists, watches } = fakeKube(current);
+  const gate = gatedSleep();
+  const claims = new PodClaims(kube, "node-1", quiet, gate.sleep);
+  t.after(() => claims.close());
+  claims.start();
+  await waitFor("the watch", () => watches.length === 1);
+  current.pods = [];
+  watches[0]!.end(); // the server's timeout: listed again at once
+  await waitFor("the second watch", () => watches.length === 2);
+  assert.equal(await claims.uses("ns", "data", signal()), false);
+  assert.deepEqual(gate.waits, [], "a stream that ended is no failure");
+
+  current.listError = new Error("connection refused");
+  watches[1]!.end(new Error("stream reset"));
+  for (let i = 1; i <= 3; i++) {
+    await waitFor(`wait ${i}`, () => gate.waits.length === i);
+    gate.wake();
+  }
+  current.listError = undefined;
+  await waitFor("the watch again", () => watches.length === 3);
+  watches[2]!.emit("ADDED", pod("b", ["data"]));
+  watches[2]!.end(new Error("stream reset"));
+  await waitFor("the wait after it", () => gate.waits.length === 4);
+  assert.deepEqual(gate.waits, [200, 400, 800, 200]);
+  assert.ok(lists.length >= 5);
+});
+
+test("without list on Pods: warned once, naming the grant; every claim is not here, with no request; listed again, it works", async (t) => {
+  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])], listError: forbidden("list pods") };
+  const { kube, lists, watches } = fakeKube(current);
+  const log = captureLogger("debug");
+  const gate = gatedSleep();
+  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
+  t.after(() => claims.close());
+  claims.start();
+  await waitFor("two refused lists", () => gate.waits.length === 1).then(() => gate.wake());
+  await waitFor("the second wait", () => gate.waits.length === 2);
+  const listsSoFar = lists.length;
+  assert.equal(await claims.uses("ns", "data", signal()), false);
+  assert.equal(lists.length, listsSoFar, "no list per question while refused");
+  const warnings = log.lines.filter((l) => l.level === "warn");
+  assert.equal(warnings.length, 1, "warned once, not per attempt");
+  assert.match(String(warnings[0]!.message), /cannot list the Pods on this node.*grant list and watch on pods/);
+
+  current.listError = undefined;
+  gate.wake();
+  await waitFor("the watch", () => watches.length === 1);
+  assert.equal(await claims.uses("ns", "data", signal()), true);
+});
+
+test("without watch on Pods: warned once; every question lists them", async (t) => {
+  const { kube, lists } = fakeKube({ pods: [pod("a", ["data"])], watchError: forbidden("watch pods") });
+  const log = captureLogger("debug");
+  const gate = gatedSleep();
+  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
+  t.after(() => claims.close());
+  claims.start();
+  await waitFor("the first wait", () => gate.waits.length === 1);
+  gate.wake();
+  await waitFor("the second wait", () => gate.waits.length === 2);
+  const before = lists.length;
+  assert.equal(await claims.uses("ns", "data", signal()), true);
+  assert.equal(lists.length, before + 1, "listed for the question");
+  const warnings = log.lines.filter((l) => l.level === "warn");
+  assert.equal(warnings.length, 1);
+  assert.match(String(warnings[0]!.message), /cannot watch the Pods on this node: each check .* lists them/);
+});
+
+test("closed: no more lists, and a question is answered no at once", async () => {
+  const { kube, lists } = fakeKube({ pods: [pod("a", ["data"])] });
+  const claims = new PodClaims(kube, "node-1", quiet);
+  claims.close();
+  claims.start();
+  assert.equal(await claims.uses("ns", "data", signal()), false);
+  assert.equal(lists.length, 0);
+});
