@@ -6,7 +6,7 @@
 // lose a heal (restart, first sight) going: after each maxAttempts it waits for the sidecar again.
 import { status } from "@grpc/grpc-js";
 import type { Logger } from "../../common/log/logger.js";
-import { delay } from "../../common/util/delay.js";
+import { delay, type Sleep } from "../../common/util/delay.js";
 import { backoffMs, isRetryable } from "../plan/retry.js";
 import { canRun } from "../plan/trigger.js";
 import { withVolumes } from "../plan/volumes.js";
@@ -34,6 +34,8 @@ export interface PassDeps {
   logger: Logger;
   retry: RetryPolicy;
   random?: () => number;
+  /** The waits between attempts (tests record them instead of timing them). */
+  sleep?: Sleep;
   /**
    * The sidecar's volumes that only the Pods on its node show (a driver without an attach step has
    * no VolumeAttachment, and a kubelet names only attachable volumes in status.volumesInUse): one
@@ -82,6 +84,7 @@ export class HealPass {
   private finished = false;
   /** spec.pvs and what the node's Pods add (run()). */
   private volumes: readonly PvInfo[];
+  private readonly sleep: Sleep;
 
   constructor(
     private readonly deps: PassDeps,
@@ -90,6 +93,7 @@ export class HealPass {
   ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     this.volumes = spec.pvs;
+    this.sleep = deps.sleep ?? delay;
   }
 
   get persistent(): boolean {
@@ -152,7 +156,7 @@ export class HealPass {
         const wait = again ? backoffMs(attempt, this.deps.retry.initialMs, this.deps.retry.maxMs, this.deps.random) : undefined;
         this.deps.logger.warn("could not list the Pods on the sidecar's node", { sidecar: sidecar.key, node: sidecar.nodeId, trigger, error: (err as Error).message, retryInMs: wait });
         if (wait === undefined) return pvs;
-        await delay(wait, this.abort.signal);
+        await this.sleep(wait, this.abort.signal);
       }
     }
     return pvs;
@@ -209,7 +213,7 @@ export class HealPass {
 
   /** After `waitMs`, queues the attempt again; first looks the sidecar up again when `failed` was unreachable. */
   private async retryLater(pv: PvInfo, attempt: number, failures: number, waitMs: number, failed: SidecarConnection | undefined): Promise<void> {
-    await delay(waitMs, this.abort.signal);
+    await this.sleep(waitMs, this.abort.signal);
     // An unreachable sidecar may have moved (new pod IP, new port). The first retry that finds
     // the failed connection still current starts a new lookup; the others join it.
     if (failed && this.conn === failed) {
@@ -262,7 +266,7 @@ export class HealPass {
       }
       const wait = backoffMs(attempt, retry.initialMs, retry.maxMs, this.deps.random);
       logger.info("waiting for sidecar", { sidecar: s.key, node: s.nodeId, trigger: this.spec.trigger, reason: why, attempt, retryInMs: wait });
-      await delay(wait, signal);
+      await this.sleep(wait, signal);
     }
     return undefined;
   }

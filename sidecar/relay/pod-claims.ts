@@ -112,7 +112,8 @@ export class PodClaims {
   private remove(pod: NodePod): void {
     const uid = pod.metadata.uid ?? `${pod.metadata.namespace}/${pod.metadata.name}`;
     for (const c of this.byPod.get(uid) ?? []) {
-      const n = (this.users.get(c) ?? 1) - 1;
+      // Every claim of a Pod in byPod is counted in users (set() and the relist keep them together).
+      const n = this.users.get(c)! - 1;
       if (n > 0) this.users.set(c, n);
       else this.users.delete(c);
     }

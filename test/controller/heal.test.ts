@@ -15,6 +15,7 @@ import type { PvInfo, SidecarInfo, Trigger } from "../../controller/plan/types.j
 import { createLogger } from "../../common/log/logger.js";
 import { waitFor } from "../support/wait.js";
 import { captureLogger } from "../support/capture-logger.js";
+import { gatedSleep } from "../support/gated-sleep.js";
 import { EventEmitter } from "node:events";
 import { HealController } from "../../controller/heal/controller.js";
 import { KubeRequestError, type ClusterView } from "../../controller/kube/api.js";
@@ -293,9 +294,21 @@ test("pass: a restart pass lists the node's Pods again until it works; refused (
       return [POD_PV];
     };
   };
-  const restart = fake(() => HEALED);
-  restart.deps.podVolumes = failing(2, () => new KubeRequestError(0, "list Pods on node n1: connection refused"));
-  assert.deepEqual([...(await run(restart)).answers.keys()].sort(), ["pv-1", "pv-2", "pv-pod"], "retried until the list worked: no heal lost");
+  const restart = fake(() => HEALED, { retry: { initialMs: 100, maxMs: 300 } });
+  const gate = gatedSleep();
+  restart.deps.random = () => 1;
+  restart.deps.sleep = gate.sleep;
+  let lists = 0;
+  const failingList = failing(4, () => new KubeRequestError(0, "list Pods on node n1: connection refused"));
+  restart.deps.podVolumes = () => (lists++, failingList());
+  const done = run(restart);
+  for (let i = 1; i <= 4; i++) {
+    await waitFor(`wait ${i}`, () => gate.waits.length === i);
+    assert.equal(lists, i, "no list again before the wait is over");
+    gate.wake();
+  }
+  assert.deepEqual([...(await done).answers.keys()].sort(), ["pv-1", "pv-2", "pv-pod"], "retried until the list worked: no heal lost");
+  assert.deepEqual(gate.waits, [100, 200, 300, 300], "after a backoff each time, up to its cap");
 
   const logger = captureLogger();
   const refused = fake(() => HEALED);
@@ -307,6 +320,16 @@ test("pass: a restart pass lists the node's Pods again until it works; refused (
   const periodic = fake(() => HEALED);
   periodic.deps.podVolumes = failing(1, () => new KubeRequestError(0, "list Pods on node n1: connection refused"));
   assert.deepEqual([...(await run(periodic, "periodic")).answers.keys()].sort(), ["pv-1", "pv-2"], "the next periodic pass tries again");
+});
+
+test("pass: over no volumes it completes at once, nothing called; over one it heals that one", async () => {
+  for (const pvs of [[], [PVS[0]!]]) {
+    const f = fake(() => HEALED);
+    const sum = await new HealPass(f.deps, { sidecar: SIDECAR, pvs, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start().done;
+    assert.equal(sum.completed, true, `${pvs.length} volume(s): completed (a restart's marker is written only then)`);
+    assert.deepEqual(f.calls, pvs.map((pv) => pv.name));
+    assert.deepEqual([...sum.answers.keys()], pvs.map((pv) => pv.name));
+  }
 });
 
 test("pass: transient statuses are retried until answered; the answer is final", async () => {

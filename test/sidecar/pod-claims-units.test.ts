@@ -43,16 +43,18 @@ function fakeKube(current: { pods: NodePod[]; listError?: Error; watchError?: Er
 const quiet = createLogger("error", "json");
 const signal = () => AbortSignal.timeout(5_000);
 
-test("before the watch stands, each question lists this node's Pods; a list that fails says no", async () => {
+test("before the watch stands, each question lists this node's Pods; a list that fails says no (logged at debug)", async () => {
   const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])] };
   const { kube, lists } = fakeKube(current);
-  const claims = new PodClaims(kube, "node-1", quiet); // not started
+  const log = captureLogger("debug");
+  const claims = new PodClaims(kube, "node-1", log.logger); // not started
   assert.equal(await claims.uses("ns", "data", signal()), true);
   assert.equal(await claims.uses("ns", "other", signal()), false);
   assert.equal(await claims.uses("other-ns", "data", signal()), false, "a claim is namespaced");
   assert.deepEqual(lists, ["node-1", "node-1", "node-1"]);
   current.listError = new Error("connection refused");
   assert.equal(await claims.uses("ns", "data", signal()), false);
+  assert.deepEqual(log.lines.map((l) => [l.level, l.message, l.reason]), [["debug", "could not list this node's Pods", "connection refused"]]);
 });
 
 test("once the watch stands: answered without a list, counted per Pod as Pods come, change, finish and go", async (t) => {
@@ -73,6 +75,12 @@ test("once the watch stands: answered without a list, counted per Pod as Pods co
   assert.equal(await uses("late"), true);
   watches[0]!.emit("MODIFIED", pod("c", ["late"], "Succeeded"));
   assert.equal(await uses("late"), false, "a finished Pod holds no volume");
+  // A finished Pod's later changes (and its deletion) must not take from the Pods still using a claim.
+  watches[0]!.emit("ADDED", pod("d", ["other"]));
+  watches[0]!.emit("MODIFIED", pod("d", ["other"], "Failed"));
+  watches[0]!.emit("MODIFIED", pod("d", ["other"], "Failed"));
+  watches[0]!.emit("DELETED", pod("d", ["other"], "Failed"));
+  assert.equal(await uses("other"), true, "b still uses it");
   watches[0]!.emit("BOOKMARK", { metadata: { resourceVersion: "rv-9" } });
   assert.equal(await uses("other"), true, "a bookmark changes nothing");
   assert.equal(lists.length, 1, "one list, at the start");
@@ -82,7 +90,8 @@ test("a watch that ends lists the Pods again and drops what the list no longer h
   const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])] };
   const { kube, lists, watches } = fakeKube(current);
   const gate = gatedSleep();
-  const claims = new PodClaims(kube, "node-1", quiet, gate.sleep);
+  const log = captureLogger("debug");
+  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
   t.after(() => claims.close());
   claims.start();
   await waitFor("the watch", () => watches.length === 1);
@@ -105,6 +114,25 @@ test("a watch that ends lists the Pods again and drops what the list no longer h
   await waitFor("the wait after it", () => gate.waits.length === 4);
   assert.deepEqual(gate.waits, [200, 400, 800, 200]);
   assert.ok(lists.length >= 5);
+  const ended = log.lines.filter((l) => l.message === "Pod watch ended; restarting");
+  assert.deepEqual(ended.map((l) => [l.level, l.reason]).slice(0, 2), [["debug", "stream reset"], ["debug", "connection refused"]]);
+  assert.equal(log.lines.filter((l) => l.level === "warn").length, 0, "a failure that is not a refusal is no warning");
+});
+
+test("an API error that is not a refusal (500) is retried and answered by a list per question, not taken for a missing grant", async (t) => {
+  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])], listError: new KubeError(500, "InternalError", "500 Internal Server Error") };
+  const { kube, lists } = fakeKube(current);
+  const log = captureLogger("debug");
+  const gate = gatedSleep();
+  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
+  t.after(() => claims.close());
+  claims.start();
+  await waitFor("the first wait", () => gate.waits.length === 1);
+  current.listError = undefined;
+  const before = lists.length;
+  assert.equal(await claims.uses("ns", "data", signal()), true);
+  assert.equal(lists.length, before + 1);
+  assert.equal(log.lines.filter((l) => l.level === "warn").length, 0);
 });
 
 test("without list on Pods: warned once, naming the grant; every claim is not here, with no request; listed again, it works", async (t) => {
@@ -115,14 +143,16 @@ test("without list on Pods: warned once, naming the grant; every claim is not he
   const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
   t.after(() => claims.close());
   claims.start();
-  await waitFor("two refused lists", () => gate.waits.length === 1).then(() => gate.wake());
+  const warnings = () => log.lines.filter((l) => l.level === "warn");
+  await waitFor("the first refused list", () => gate.waits.length === 1);
+  assert.equal(warnings().length, 1, "warned at the first refusal");
+  gate.wake();
   await waitFor("the second wait", () => gate.waits.length === 2);
   const listsSoFar = lists.length;
   assert.equal(await claims.uses("ns", "data", signal()), false);
   assert.equal(lists.length, listsSoFar, "no list per question while refused");
-  const warnings = log.lines.filter((l) => l.level === "warn");
-  assert.equal(warnings.length, 1, "warned once, not per attempt");
-  assert.match(String(warnings[0]!.message), /cannot list the Pods on this node.*grant list and watch on pods/);
+  assert.equal(warnings().length, 1, "warned once, not per attempt");
+  assert.match(String(warnings()[0]!.message), /cannot list the Pods on this node.*grant list and watch on pods/);
 
   current.listError = undefined;
   gate.wake();
@@ -137,15 +167,16 @@ test("without watch on Pods: warned once; every question lists them", async (t) 
   const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
   t.after(() => claims.close());
   claims.start();
+  const warnings = () => log.lines.filter((l) => l.level === "warn");
   await waitFor("the first wait", () => gate.waits.length === 1);
+  assert.equal(warnings().length, 1, "warned at the first refusal");
   gate.wake();
   await waitFor("the second wait", () => gate.waits.length === 2);
   const before = lists.length;
   assert.equal(await claims.uses("ns", "data", signal()), true);
   assert.equal(lists.length, before + 1, "listed for the question");
-  const warnings = log.lines.filter((l) => l.level === "warn");
-  assert.equal(warnings.length, 1);
-  assert.match(String(warnings[0]!.message), /cannot watch the Pods on this node: each check .* lists them/);
+  assert.equal(warnings().length, 1);
+  assert.match(String(warnings()[0]!.message), /cannot watch the Pods on this node: each check .* lists them/);
 });
 
 test("closed: no more lists, and a question is answered no at once", async () => {
