@@ -25,6 +25,8 @@ const REFUSED = {
   watch: `cannot watch the Pods on this node: each check of a volume without attach lists them (${GRANT})`,
 };
 
+const podKey = (pod: NodePod) => pod.metadata.uid ?? `${pod.metadata.namespace}/${pod.metadata.name}`;
+
 export class PodClaims {
   /** Pod uid → its claim keys; and how many Pods use each claim. */
   private readonly byPod = new Map<string, string[]>();
@@ -102,7 +104,7 @@ export class PodClaims {
 
   private set(pod: NodePod): void {
     this.remove(pod);
-    const uid = pod.metadata.uid ?? `${pod.metadata.namespace}/${pod.metadata.name}`;
+    const uid = podKey(pod);
     const claims = claimsOfPod(pod);
     if (claims.length === 0) return;
     this.byPod.set(uid, claims);
@@ -110,7 +112,7 @@ export class PodClaims {
   }
 
   private remove(pod: NodePod): void {
-    const uid = pod.metadata.uid ?? `${pod.metadata.namespace}/${pod.metadata.name}`;
+    const uid = podKey(pod);
     for (const c of this.byPod.get(uid) ?? []) {
       // Every claim of a Pod in byPod is counted in users (set() and the relist keep them together).
       const n = this.users.get(c)! - 1;
