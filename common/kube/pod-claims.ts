@@ -23,3 +23,12 @@ export function claimsOfPod(pod: PodVolumes): string[] {
 }
 
 export const claimKey = (namespace: string, name: string) => `${namespace}/${name}`;
+
+/**
+ * Whether a PV's claimRef still names its claim. A Released PV (its claim deleted) or a Failed one
+ * keeps the claimRef, and a new claim of that name (a StatefulSet's, made again) is bound to
+ * another PV: a Pod mounting it says nothing about the old PV.
+ */
+export function claimRefHolds(phase: string | undefined): boolean {
+  return phase !== "Released" && phase !== "Failed";
+}

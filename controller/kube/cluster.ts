@@ -14,7 +14,7 @@ import {
   type V1VolumeAttachment,
 } from "@kubernetes/client-node";
 import type { Logger } from "../../common/log/logger.js";
-import { claimKey } from "../../common/kube/pod-claims.js";
+import { claimKey, claimRefHolds } from "../../common/kube/pod-claims.js";
 import { volumesOfSidecar } from "../plan/volumes.js";
 import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
 import type { ClusterEvents, ClusterView } from "./api.js";
@@ -127,7 +127,7 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
       if (pv) {
         this.pvByNameIdx.set(pv.name, pv);
         index(this.pvByHandleIdx, handleKey(pv.driver, pv.handle), pv);
-        if (pv.claim) index(this.pvByClaimIdx, claimKey(pv.claim.namespace, pv.claim.name), pv);
+        if (pv.claim && claimRefHolds(o.status?.phase)) index(this.pvByClaimIdx, claimKey(pv.claim.namespace, pv.claim.name), pv);
       }
     });
     this.vaInf.on("change", (type, o) => {

@@ -1,5 +1,5 @@
 // What the informers keep of each object (Transform in informer.ts): what cluster.ts reads
-// (toPv, toAttachment, a Node's volumesInUse), and the identity client-node's cache compares.
+// (toPv, toAttachment, a PV's phase for its claim index, a Node's volumesInUse), and the identity client-node's cache compares.
 // A PV's managedFields and annotations, a Node's images and conditions are never held.
 import type { V1Node, V1ObjectMeta, V1PersistentVolume, V1VolumeAttachment } from "@kubernetes/client-node";
 
@@ -14,6 +14,7 @@ export function slimPv(o: V1PersistentVolume): V1PersistentVolume {
       csi: csi ? { driver: csi.driver, volumeHandle: csi.volumeHandle } : undefined,
       claimRef: c ? { name: c.name, namespace: c.namespace, uid: c.uid } : undefined,
     },
+    status: o.status?.phase ? { phase: o.status.phase } : undefined,
   };
 }
 

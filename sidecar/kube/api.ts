@@ -59,6 +59,7 @@ export interface PersistentVolume {
     /** The claim the PV is bound to (or reserved for). */
     claimRef?: { namespace?: string; name?: string };
   };
+  status?: { phase?: string };
 }
 
 /** A Pod on this node, as far as its volumes go. */

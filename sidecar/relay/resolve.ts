@@ -6,6 +6,7 @@ import { isBlock, volumeCapability } from "./capability.js";
 import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
 import type { NodeCache } from "./node-cache.js";
 import type { PodClaims } from "./pod-claims.js";
+import { claimRefHolds } from "../../common/kube/pod-claims.js";
 import type { PvCache } from "./pv-cache.js";
 import type { SecretCache } from "./secret-cache.js";
 
@@ -111,7 +112,7 @@ async function onThisNode(
   const node = await deps.nodes.get(signal);
   if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return undefined;
   const claim = pv.spec.claimRef;
-  if (claim?.namespace && claim.name && (await deps.pods.uses(claim.namespace, claim.name, signal))) return undefined;
+  if (claim?.namespace && claim.name && claimRefHolds(pv.status?.phase) && (await deps.pods.uses(claim.namespace, claim.name, signal))) return undefined;
   const va = (await deps.kube.getVolumeAttachment(vaName, signal)) ?? null;
   if (va?.status?.attached) return va;
   throw failedPrecondition(

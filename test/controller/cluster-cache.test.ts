@@ -134,6 +134,14 @@ test("the volumes of claims its node's Pods mount: bound PVs of its driver, not 
   api.delete("v1", "PersistentVolume", undefined, "pv-shop");
   await waitFor("the deletion seen", () => cache.pv("pv-shop") === undefined);
   assert.deepEqual(of(claims), ["pv-claim-1"]);
+
+  // Released (its claim deleted): the claimRef stays, and a new claim of that name is another PV's.
+  const released = api.get("v1", "PersistentVolume", undefined, "pv-claim-1") as Record<string, any>;
+  api.update({ ...released, status: { phase: "Released" } });
+  await waitFor("the release seen", () => of(["csi/claim-4"]).length === 0);
+  const bound = api.get("v1", "PersistentVolume", undefined, "pv-claim-1") as Record<string, any>;
+  api.update({ ...bound, status: { phase: "Bound" } });
+  await waitFor("bound again", () => of(["csi/claim-4"]).length === 1);
 });
 
 test("changes of a CSIAddonsNode are told to the controller as they come", async () => {

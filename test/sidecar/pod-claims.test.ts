@@ -33,6 +33,7 @@ describe("a volume of a driver without attach, found through a Pod on this node"
       userPod("app-a", ["claim-a"]),
       userPod("app-elsewhere", ["claim-b"], { nodeName: "node-2" }),
       userPod("job-done", ["claim-c"], { phase: "Succeeded" }),
+      userPod("app-f", ["claim-f"]),
       // A generic ephemeral volume: its claim is named "<pod>-<volume>".
       {
         ...userPod("eph", []),
@@ -69,13 +70,16 @@ describe("a volume of a driver without attach, found through a Pod on this node"
     assert.ok(e.ok, JSON.stringify(e));
   });
 
-  test("a Pod on another node, a finished Pod, or no Pod: FAILED_PRECONDITION, the driver never asked", async () => {
-    for (const name of ["pv-b", "pv-c", "pv-d"]) {
+  test("a Pod on another node, a finished Pod, no Pod, or a PV Released from the claim a Pod here mounts: FAILED_PRECONDITION, the driver never asked", async () => {
+    // Released: the claim was deleted and the claimRef kept; a new claim of that name is another PV's.
+    const f = kube.get("v1", "PersistentVolume", undefined, "pv-f") as Record<string, unknown>;
+    kube.update({ ...f, status: { phase: "Released" } });
+    for (const name of ["pv-b", "pv-c", "pv-d", "pv-f"]) {
       const r = await health(name);
       assert.ok(!r.ok && codeName(r.code) === "FAILED_PRECONDITION", `${name}: ${JSON.stringify(r)}`);
       assert.match(r.details, /not in use on node node-1/);
     }
-    for (const v of ["b", "c", "d"]) assert.equal(stub.calls({ volumeId: `vol-${v}` }).length, 0, `vol-${v} never reached the driver`);
+    for (const v of ["b", "c", "d", "f"]) assert.equal(stub.calls({ volumeId: `vol-${v}` }).length, 0, `vol-${v} never reached the driver`);
   });
 
   test("kept by a watch: a Pod that arrives or leaves changes the answer, with no list per request", async () => {
