@@ -9,6 +9,9 @@ export interface PodVolumes {
   status?: { phase?: string };
 }
 
+/** A claim as the rule keys it: "namespace/name". */
+export const claimKey = (namespace: string, name: string) => `${namespace}/${name}`;
+
 /** "namespace/claim" of every PVC the Pod mounts: its persistentVolumeClaim volumes and its generic ephemeral ones (claim "<pod>-<volume>"). */
 export function claimsOfPod(pod: PodVolumes): string[] {
   // A finished Pod's volumes are unmounted and may be unstaged: it keeps no volume on the node.
@@ -16,13 +19,11 @@ export function claimsOfPod(pod: PodVolumes): string[] {
   const namespace = pod.metadata?.namespace ?? "";
   const out: string[] = [];
   for (const v of pod.spec?.volumes ?? []) {
-    if (v.persistentVolumeClaim?.claimName) out.push(`${namespace}/${v.persistentVolumeClaim.claimName}`);
-    else if (v.ephemeral) out.push(`${namespace}/${pod.metadata?.name ?? ""}-${v.name}`);
+    if (v.persistentVolumeClaim?.claimName) out.push(claimKey(namespace, v.persistentVolumeClaim.claimName));
+    else if (v.ephemeral) out.push(claimKey(namespace, `${pod.metadata?.name ?? ""}-${v.name}`));
   }
   return out;
 }
-
-export const claimKey = (namespace: string, name: string) => `${namespace}/${name}`;
 
 /**
  * Whether a PV's claimRef still names its claim. A Released PV (its claim deleted) or a Failed one

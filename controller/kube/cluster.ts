@@ -15,7 +15,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Logger } from "../../common/log/logger.js";
 import { claimKey, claimRefHolds } from "../../common/kube/pod-claims.js";
-import { volumesOfSidecar } from "../plan/volumes.js";
+import { volumesOfClaims, volumesOfSidecar } from "../plan/volumes.js";
 import type { AttachmentInfo, PvInfo, SidecarInfo } from "../plan/types.js";
 import type { ClusterEvents, ClusterView } from "./api.js";
 import { AttachmentIndex } from "./attachment-index.js";
@@ -168,16 +168,10 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
   }
 
   volumesOfClaims(s: SidecarInfo, claims: Iterable<string>): PvInfo[] {
-    // A PV with a VolumeAttachment to this node is the attachment's to answer for (attached or not
-    // yet): a Pod scheduled here before its volume is attached must not make it a volume to heal.
-    const attached = new Set(this.attachments.onNode(s.nodeId).map((va) => va.pvName));
-    const found = new Map<string, PvInfo>();
-    for (const c of claims) {
-      for (const pv of this.pvByClaimIdx.get(c)?.values() ?? []) {
-        if (pv.driver === s.driver && !pv.deleting && !attached.has(pv.name)) found.set(pv.name, pv);
-      }
-    }
-    return [...found.values()];
+    return volumesOfClaims(s, claims, {
+      attachments: this.attachments.onNode(s.nodeId),
+      pvsByClaim: (c) => this.pvByClaimIdx.get(c)?.values() ?? [],
+    });
   }
 
   pv(name: string): PvInfo | undefined {

@@ -1,5 +1,6 @@
-// What the informers keep of each object (Transform in informer.ts): what cluster.ts reads
-// (toPv, toAttachment, a PV's phase for its claim index, a Node's volumesInUse), and the identity client-node's cache compares.
+// What the informers keep of each object (Transform in informer.ts): what cluster.ts reads (toPv,
+// toAttachment, a PV's phase for its claim index, a Node's volumesInUse), and the identity
+// client-node's cache compares.
 // A PV's managedFields and annotations, a Node's images and conditions are never held.
 import type { V1Node, V1ObjectMeta, V1PersistentVolume, V1VolumeAttachment } from "@kubernetes/client-node";
 

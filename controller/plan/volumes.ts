@@ -17,11 +17,19 @@ export interface VolumeSources {
 
 const IN_USE_PREFIX = "kubernetes.io/csi/";
 
-export function volumesOfSidecar(sidecar: Pick<SidecarInfo, "driver" | "nodeId">, src: VolumeSources): PvInfo[] {
+type Sidecar = Pick<SidecarInfo, "driver" | "nodeId">;
+
+/** Collects the PVs of the sidecar's driver not being deleted, each once. */
+function collector(sidecar: Sidecar) {
   const found = new Map<string, PvInfo>();
   const add = (pv: PvInfo | undefined) => {
     if (pv && pv.driver === sidecar.driver && !pv.deleting) found.set(pv.name, pv);
   };
+  return { found, add };
+}
+
+export function volumesOfSidecar(sidecar: Sidecar, src: VolumeSources): PvInfo[] {
+  const { found, add } = collector(sidecar);
   for (const va of src.attachments) {
     if (va.attached && va.attacher === sidecar.driver && va.nodeName === sidecar.nodeId && va.pvName) add(src.pvByName(va.pvName));
   }
@@ -35,6 +43,22 @@ export function volumesOfSidecar(sidecar: Pick<SidecarInfo, "driver" | "nodeId">
   // PV names are DNS subdomains (lowercase ASCII): code-unit order is what any locale's collation
   // gives them, without ICU's collator (twice the cost; its data loaded on first use).
   return [...found.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * The PVs bound to claims that the Pods on the sidecar's node mount ("namespace/name"). A PV with a
+ * VolumeAttachment to that node (attached or not yet) is the attachment's to answer for: a Pod
+ * scheduled there before its volume is attached must not make it a volume to heal.
+ */
+export function volumesOfClaims(
+  sidecar: Sidecar,
+  claims: Iterable<string>,
+  src: Pick<VolumeSources, "attachments"> & { pvsByClaim(claim: string): Iterable<PvInfo> },
+): PvInfo[] {
+  const attached = new Set(src.attachments.map((va) => va.pvName));
+  const { found, add } = collector(sidecar);
+  for (const c of claims) for (const pv of src.pvsByClaim(c)) if (!attached.has(pv.name)) add(pv);
+  return [...found.values()];
 }
 
 /** `known`, then those of `more` it does not name yet (the volumes a node's Pods add). */

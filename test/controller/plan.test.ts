@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { status } from "@grpc/grpc-js";
-import { volumesOfSidecar, type VolumeSources } from "../../controller/plan/volumes.js";
+import { volumesOfClaims, volumesOfSidecar, withVolumes, type VolumeSources } from "../../controller/plan/volumes.js";
 import { HANDLED_RESTART, canRun, decideRestart, restartMarker, restartTime } from "../../controller/plan/trigger.js";
 import { backoffMs, isRetryable, jittered } from "../../controller/plan/retry.js";
 import type { PvInfo } from "../../controller/plan/types.js";
@@ -38,6 +38,16 @@ test("volumes of a sidecar: attached VolumeAttachments of its driver and node, p
     }),
   );
   assert.deepEqual(got.map((p) => p.name), ["a", "d"]);
+});
+
+test("volumes of the claims a node's Pods mount: its driver's, not being deleted, each once, none with an attachment to the node", () => {
+  const pvs = { "ns/a": [pv("a")], "ns/b": [pv("b")], "ns/o": [pv("other", { driver: "other.example.com" })], "ns/g": [pv("gone", { deleting: true })], "ns/two": [pv("a"), pv("c")] };
+  const got = volumesOfClaims({ driver: DRV, nodeId: "n1" }, ["ns/a", "ns/b", "ns/o", "ns/g", "ns/two", "ns/none"], {
+    attachments: [{ attacher: DRV, nodeName: "n1", pvName: "b", attached: false }],
+    pvsByClaim: (c) => pvs[c as keyof typeof pvs] ?? [],
+  });
+  assert.deepEqual(got.map((p) => p.name).sort(), ["a", "c"], "b waits for its attachment, whatever it says");
+  assert.deepEqual(withVolumes([pv("a")], got).map((p) => p.name), ["a", "c"], "added after the known ones, once");
 });
 
 test("volumes of a sidecar come in name order, whatever order the sources list them in", () => {

@@ -2,7 +2,7 @@
 // watched from the list's version; what each claim's count does as Pods come, change and go; and
 // an install whose RBAC lacks list or watch on Pods (pod-claims.test.ts runs it against the
 // in-memory API, least-privilege.test.ts without each permission).
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
 import { PodClaims } from "../../sidecar/relay/pod-claims.js";
 import { KubeError, type KubeApi, type NodePod, type WatchEventType } from "../../sidecar/kube/api.js";
@@ -19,8 +19,14 @@ const pod = (name: string, claims: string[], phase = "Running"): NodePod => ({
 
 const forbidden = (what: string) => new KubeError(403, "Forbidden", `${what}: 403 Forbidden`);
 
+interface FakeState {
+  pods: NodePod[];
+  listError?: Error;
+  watchError?: Error;
+}
+
 /** Lists answer `pods` (or fail with `listError`); watches wait until ended, or fail at once with `watchError`. */
-function fakeKube(current: { pods: NodePod[]; listError?: Error; watchError?: Error }) {
+function fakeKube(current: FakeState) {
   const lists: string[] = [];
   const watches: { resourceVersion: string; emit: (type: WatchEventType, obj: NodePod) => void; end: (err?: Error) => void }[] = [];
   const kube = {
@@ -43,8 +49,27 @@ function fakeKube(current: { pods: NodePod[]; listError?: Error; watchError?: Er
 const quiet = createLogger("error", "json");
 const signal = () => AbortSignal.timeout(5_000);
 
+/** A started PodClaims over fakeKube(current), logging at debug, each wait between attempts held until gate.wake(). */
+function started(t: TestContext, current: FakeState) {
+  const fake = fakeKube(current);
+  const log = captureLogger("debug");
+  const gate = gatedSleep();
+  const claims = new PodClaims(fake.kube, "node-1", log.logger, gate.sleep);
+  t.after(() => claims.close());
+  claims.start();
+  return { ...fake, log, gate, claims, warnings: () => log.lines.filter((l) => l.level === "warn") };
+}
+
+/** Two attempts refused: the warning comes with the first; the loop then waits after the second. */
+async function refusedTwice(s: ReturnType<typeof started>): Promise<void> {
+  await waitFor("the first refusal", () => s.gate.waits.length === 1);
+  assert.equal(s.warnings().length, 1, "warned at the first refusal");
+  s.gate.wake();
+  await waitFor("the second refusal", () => s.gate.waits.length === 2);
+}
+
 test("before the watch stands, each question lists this node's Pods; a list that fails says no (logged at debug)", async () => {
-  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])] };
+  const current: FakeState = { pods: [pod("a", ["data"])] };
   const { kube, lists } = fakeKube(current);
   const log = captureLogger("debug");
   const claims = new PodClaims(kube, "node-1", log.logger); // not started
@@ -87,13 +112,8 @@ test("once the watch stands: answered without a list, counted per Pod as Pods co
 });
 
 test("a watch that ends lists the Pods again and drops what the list no longer has; a failure backs off, reset once a watch delivers", async (t) => {
-  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])] };
-  const { kube, lists, watches } = fakeKube(current);
-  const gate = gatedSleep();
-  const log = captureLogger("debug");
-  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
-  t.after(() => claims.close());
-  claims.start();
+  const current: FakeState = { pods: [pod("a", ["data"])] };
+  const { lists, watches, gate, log, claims, warnings } = started(t, current);
   await waitFor("the watch", () => watches.length === 1);
   current.pods = [];
   watches[0]!.end(); // the server's timeout: listed again at once
@@ -116,38 +136,25 @@ test("a watch that ends lists the Pods again and drops what the list no longer h
   assert.ok(lists.length >= 5);
   const ended = log.lines.filter((l) => l.message === "Pod watch ended; restarting");
   assert.deepEqual(ended.map((l) => [l.level, l.reason]).slice(0, 2), [["debug", "stream reset"], ["debug", "connection refused"]]);
-  assert.equal(log.lines.filter((l) => l.level === "warn").length, 0, "a failure that is not a refusal is no warning");
+  assert.equal(warnings().length, 0, "a failure that is not a refusal is no warning");
 });
 
 test("an API error that is not a refusal (500) is retried and answered by a list per question, not taken for a missing grant", async (t) => {
-  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])], listError: new KubeError(500, "InternalError", "500 Internal Server Error") };
-  const { kube, lists } = fakeKube(current);
-  const log = captureLogger("debug");
-  const gate = gatedSleep();
-  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
-  t.after(() => claims.close());
-  claims.start();
+  const current: FakeState = { pods: [pod("a", ["data"])], listError: new KubeError(500, "InternalError", "500 Internal Server Error") };
+  const { lists, gate, claims, warnings } = started(t, current);
   await waitFor("the first wait", () => gate.waits.length === 1);
   current.listError = undefined;
   const before = lists.length;
   assert.equal(await claims.uses("ns", "data", signal()), true);
   assert.equal(lists.length, before + 1);
-  assert.equal(log.lines.filter((l) => l.level === "warn").length, 0);
+  assert.equal(warnings().length, 0);
 });
 
 test("without list on Pods: warned once, naming the grant; every claim is not here, with no request; listed again, it works", async (t) => {
-  const current: { pods: NodePod[]; listError?: Error } = { pods: [pod("a", ["data"])], listError: forbidden("list pods") };
-  const { kube, lists, watches } = fakeKube(current);
-  const log = captureLogger("debug");
-  const gate = gatedSleep();
-  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
-  t.after(() => claims.close());
-  claims.start();
-  const warnings = () => log.lines.filter((l) => l.level === "warn");
-  await waitFor("the first refused list", () => gate.waits.length === 1);
-  assert.equal(warnings().length, 1, "warned at the first refusal");
-  gate.wake();
-  await waitFor("the second wait", () => gate.waits.length === 2);
+  const current: FakeState = { pods: [pod("a", ["data"])], listError: forbidden("list pods") };
+  const s = started(t, current);
+  const { lists, watches, gate, claims, warnings } = s;
+  await refusedTwice(s);
   const listsSoFar = lists.length;
   assert.equal(await claims.uses("ns", "data", signal()), false);
   assert.equal(lists.length, listsSoFar, "no list per question while refused");
@@ -161,17 +168,9 @@ test("without list on Pods: warned once, naming the grant; every claim is not he
 });
 
 test("without watch on Pods: warned once; every question lists them", async (t) => {
-  const { kube, lists } = fakeKube({ pods: [pod("a", ["data"])], watchError: forbidden("watch pods") });
-  const log = captureLogger("debug");
-  const gate = gatedSleep();
-  const claims = new PodClaims(kube, "node-1", log.logger, gate.sleep);
-  t.after(() => claims.close());
-  claims.start();
-  const warnings = () => log.lines.filter((l) => l.level === "warn");
-  await waitFor("the first wait", () => gate.waits.length === 1);
-  assert.equal(warnings().length, 1, "warned at the first refusal");
-  gate.wake();
-  await waitFor("the second wait", () => gate.waits.length === 2);
+  const s = started(t, { pods: [pod("a", ["data"])], watchError: forbidden("watch pods") });
+  const { lists, claims, warnings } = s;
+  await refusedTwice(s);
   const before = lists.length;
   assert.equal(await claims.uses("ns", "data", signal()), true);
   assert.equal(lists.length, before + 1, "listed for the question");

@@ -5,12 +5,10 @@
 // says nothing. Real processes (driver-stub, sidecar) over the in-memory API.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
-import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
 import { NAMESPACE, pv, userPod } from "../support/fixtures.js";
@@ -41,12 +39,8 @@ describe("a volume of a driver without attach, found through a Pod on this node"
       },
       pv("pv-eph", { handle: "vol-eph", claim: "eph-scratch" }),
     ]);
-    const dir = tempDir();
-    stub = await startDriverStub({
-      dir,
-      state: { volumes: Object.fromEntries([...volumes, "eph"].map((v) => [`vol-${v}`, { state: "ABNORMAL", heal: "SUCCEED" }])) },
-    });
-    sidecar = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: kube.kubeconfigPath });
+    stub = await startDriverStub({ state: { volumes: Object.fromEntries([...volumes, "eph"].map((v) => [`vol-${v}`, { state: "ABNORMAL", heal: "SUCCEED" }])) } });
+    sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath });
     await waitHealth(sidecar, "SERVING");
     client = sidecar.healer();
   });
