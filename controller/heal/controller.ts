@@ -143,7 +143,9 @@ export class HealController {
     const since = restartTime(s.annotations, s.annotations[HANDLED_RESTART], seenAt);
     const pass = this.startPass(s, d.trigger, d.mode, 0, st);
     st.activeMarker = d.marker;
-    this.deps.logger.info("restart heal", { sidecar: s.key, node: s.nodeId, driver: s.driver, trigger: d.trigger, mode: d.mode, marker: d.marker, volumes: pass.spec.pvs.length });
+    // Counted before the pass lists the node's Pods: the volumes of a driver without attach are not
+    // in it yet (the done line's answers count every volume).
+    this.deps.logger.info("restart heal", { sidecar: s.key, node: s.nodeId, driver: s.driver, trigger: d.trigger, mode: d.mode, marker: d.marker, attachable: pass.spec.pvs.length });
     void pass.done.then(async (summary) => {
       if (st.pass !== pass) return;
       st.pass = undefined;

@@ -634,8 +634,8 @@ test("controller: a CSIAddonsNode deleted during its restart heal and made again
   set("add", { ...SIDECAR, annotations: recreated });
   await waitFor("the restart's marker recorded", () => patched.length === 1);
   assert.deepEqual(patched, [restartMarker(restarted)]);
-  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"]]);
-  assert.deepEqual(passes, [["restart", "ALWAYS"], ["restart", "ALWAYS"]]);
+  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"], l["attachable"]]);
+  assert.deepEqual(passes, [["restart", "ALWAYS", 2], ["restart", "ALWAYS", 2]]);
 
   // Deleted once more, now handled: made again, it is seen anew as before (a check).
   update({ ...recreated, [HANDLED_RESTART]: patched[0]! });
