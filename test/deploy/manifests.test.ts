@@ -162,6 +162,25 @@ describe("deploy/ layout", { skip }, () => {
     assert.deepEqual(lease?.verbs, ["get", "create", "update"], "the Lease <driver>-csi-addons: read, create, renew");
   });
 
+  test("the healer controller: two replicas kept apart, and a PodDisruptionBudget that lets one of them go at a time", () => {
+    type Selected = K8sObject & { spec: { selector: { matchLabels: Record<string, string> } } };
+    const deployment = top.find((o) => o.kind === "Deployment" && o.metadata.name === "csi-addons-healer-controller") as Selected & {
+      spec: { replicas: number; template: { metadata: { labels: Record<string, string> } } };
+    };
+    const budget = findOne(top, "PodDisruptionBudget") as Selected & { spec: { maxUnavailable?: number; minAvailable?: number } };
+    assert.equal(deployment.spec.replicas, 2);
+    assert.deepEqual(budget.spec.selector, deployment.spec.selector, "the budget selects the Deployment's pods");
+    assert.equal(budget.metadata.namespace, deployment.metadata.namespace);
+    // A drain evicts one replica; the other keeps or takes the Lease. minAvailable would block a
+    // drain for good once someone scales the controller to one replica.
+    assert.equal(budget.spec.maxUnavailable, 1);
+    assert.equal(budget.spec.minAvailable, undefined);
+    const matches = (labels: Record<string, string> = {}) => Object.entries(budget.spec.selector.matchLabels).every(([k, v]) => labels[k] === v);
+    const ds = findOne(top, "DaemonSet") as DaemonSetDoc & { spec: { template: { metadata: { labels: Record<string, string> } } } };
+    assert.ok(matches(deployment.spec.template.metadata.labels));
+    assert.ok(!matches(ds.spec.template.metadata.labels), "the node plugins are not in the controller's budget");
+  });
+
   test("two installs (two drivers, or two namespaces) never share a cluster-scoped object", () => {
     const cephfs = renderOverlay(
       { namespace: "ceph-csi", nameSuffix: "-ceph-csi-cephfs", resources: ["base"], patches: [{ path: "subject.yaml", target: { kind: "(Cluster)?RoleBinding", name: "csi-addons-healer" } }] },

@@ -5,6 +5,7 @@ import { isDeepStrictEqual } from "node:util";
 import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1";
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, Service, ServiceAccount } from "kubernetes-models/v1";
 import type { K8sObject } from "./load.js";
@@ -18,6 +19,7 @@ const models: Record<string, Validating> = {
   "v1/ConfigMap": ConfigMap,
   "apps/v1/Deployment": Deployment,
   "networking.k8s.io/v1/NetworkPolicy": NetworkPolicy,
+  "policy/v1/PodDisruptionBudget": PodDisruptionBudget,
   "rbac.authorization.k8s.io/v1/Role": Role,
   "rbac.authorization.k8s.io/v1/RoleBinding": RoleBinding,
   "rbac.authorization.k8s.io/v1/ClusterRole": ClusterRole,
