@@ -3,7 +3,7 @@
 // API server would (it validates far more semantics; see README "What it does not do").
 import { Event, Namespace, Node, PersistentVolume, Pod, Secret } from "kubernetes-models/v1";
 import { DaemonSet, Deployment, ReplicaSet, StatefulSet } from "kubernetes-models/apps/v1";
-import { VolumeAttachment } from "kubernetes-models/storage.k8s.io/v1";
+import { CSIDriver, VolumeAttachment } from "kubernetes-models/storage.k8s.io/v1";
 import { Lease } from "kubernetes-models/coordination.k8s.io/v1";
 import { CustomResourceDefinition } from "kubernetes-models/apiextensions.k8s.io/v1";
 import { TokenReview } from "kubernetes-models/authentication.k8s.io/v1";
@@ -24,6 +24,7 @@ const models: Record<string, ModelClass> = {
   "apps/v1/Deployment": Deployment,
   "apps/v1/ReplicaSet": ReplicaSet,
   "apps/v1/StatefulSet": StatefulSet,
+  "storage.k8s.io/v1/CSIDriver": CSIDriver,
   "storage.k8s.io/v1/VolumeAttachment": VolumeAttachment,
   "coordination.k8s.io/v1/Lease": Lease,
   "apiextensions.k8s.io/v1/CustomResourceDefinition": CustomResourceDefinition,

@@ -35,6 +35,17 @@ describe("core and storage resources", () => {
     assert.deepEqual((await c.storage.readVolumeAttachment({ name: "csi-abc" })).status?.attachmentMetadata, { dev: "/dev/nbd0" });
   });
 
+  test("CSIDriver: the API server's spec defaults (attachRequired true when unset), an explicit false kept; a wrong type → 422", async () => {
+    const made = await c.storage.createCSIDriver({ body: { metadata: { name: "attach.example.com" }, spec: {} } });
+    assert.equal(made.spec.attachRequired, true);
+    assert.equal(made.spec.podInfoOnMount, false);
+    assert.deepEqual(made.spec.volumeLifecycleModes, ["Persistent"]);
+    await c.storage.createCSIDriver({ body: { metadata: { name: "noattach.example.com" }, spec: { attachRequired: false } } });
+    assert.equal((await c.storage.readCSIDriver({ name: "noattach.example.com" })).spec.attachRequired, false);
+    const f = await failure(c.storage.createCSIDriver({ body: { metadata: { name: "bad.example.com" }, spec: { attachRequired: "no" } } as any }));
+    assert.equal(f.code, 422);
+  });
+
   test("PersistentVolume round trip; a PV whose csi block lacks volumeHandle → 422", async () => {
     const body = { metadata: { name: "pv-1" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], csi: { driver: "drv", volumeHandle: "vol-1" } } };
     await c.core.createPersistentVolume({ body });

@@ -80,6 +80,22 @@ function secretNormalize(obj: Record<string, unknown>): void {
   if (!obj.type) obj.type = "Opaque";
 }
 
+// What the API server defaults in a CSIDriver's spec (k8s.io/kubernetes pkg/apis/storage/v1
+// SetDefaults_CSIDriver): a kubelet reads attachRequired as written, so an unset one must read true.
+function csiDriverNormalize(obj: Record<string, unknown>): void {
+  const spec = ((obj.spec as Record<string, unknown> | undefined) ??= {});
+  const defaults: Record<string, unknown> = {
+    attachRequired: true,
+    podInfoOnMount: false,
+    storageCapacity: false,
+    requiresRepublish: false,
+    seLinuxMount: false,
+    fsGroupPolicy: "ReadWriteOnceWithFSType",
+    volumeLifecycleModes: ["Persistent"],
+  };
+  for (const [k, v] of Object.entries(defaults)) if (spec[k] === undefined || spec[k] === null) spec[k] = v;
+}
+
 const defs: Def[] = [
   { gv: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, shortNames: ["ns"], status: true, nameRule: "label", statusOnCreate: () => ({ phase: "Active" }) },
   { gv: "v1", plural: "nodes", kind: "Node", namespaced: false, shortNames: ["no"], status: true },
@@ -91,6 +107,7 @@ const defs: Def[] = [
   { gv: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, shortNames: ["deploy"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({}) },
   { gv: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, shortNames: ["rs"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ replicas: 0 }) },
   { gv: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: ["sts"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ replicas: 0, availableReplicas: 0 }) },
+  { gv: "storage.k8s.io/v1", plural: "csidrivers", kind: "CSIDriver", namespaced: false, normalize: csiDriverNormalize },
   { gv: "storage.k8s.io/v1", plural: "volumeattachments", kind: "VolumeAttachment", namespaced: false, status: true, statusOnCreate: () => undefined },
   { gv: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true },
   { gv: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, shortNames: ["crd", "crds"], categories: ["api-extensions"], status: true, generation: true },
