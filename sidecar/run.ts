@@ -19,6 +19,7 @@ import { NodeCache } from "./relay/node-cache.js";
 import { PodClaims } from "./relay/pod-claims.js";
 import { PvCache } from "./relay/pv-cache.js";
 import { SecretCache } from "./relay/secret-cache.js";
+import { AttachRequired } from "./relay/attach-required.js";
 import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "../common/http/probes.js";
@@ -61,7 +62,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const healer = createHealerService({
     driver,
     limiter,
-    resolver: { kube, nodes, pods, pvs, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
+    resolver: { kube, attach: new AttachRequired(kube, logger), nodes, pods, pvs, secrets, nodeName: config.nodeId, stagingRoot: config.stagingPath },
   });
   const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
   const repeats = new RepeatedLines(logger);

@@ -73,6 +73,13 @@ export interface VolumeAttachment {
   status?: { attached: boolean; attachmentMetadata?: Record<string, string> };
 }
 
+/** storage.k8s.io/v1 CSIDriver, as far as staging goes. */
+export interface CsiDriverInfo {
+  metadata: ObjectMeta;
+  /** The API server defaults an unset attachRequired to true. */
+  spec: { attachRequired?: boolean };
+}
+
 export interface NodeInfo {
   metadata: ObjectMeta;
   status?: { volumesInUse?: string[] };
@@ -128,6 +135,7 @@ export interface KubeApi {
   /** Changes of every PersistentVolume after `resourceVersion` (no synthetic ADDED of what exists). */
   watchPersistentVolumes(opts: { resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, obj: PersistentVolume) => void): Promise<void>;
   getVolumeAttachment(name: string, signal: AbortSignal): Promise<VolumeAttachment | undefined>;
+  getCsiDriver(name: string, signal: AbortSignal): Promise<CsiDriverInfo | undefined>;
   getNode(name: string, signal: AbortSignal): Promise<NodeInfo | undefined>;
   watchNode(): Watcher<NodeInfo>;
   /** The Pods bound to this node (fieldSelector spec.nodeName, as the kubelet lists them) and the list's resourceVersion. */

@@ -50,6 +50,7 @@ export function createKubeApi(t: KubeTransport): KubeApi {
       return t.watch(`/api/v1/persistentvolumes?${q}`, signal, (e) => onEvent(e.type as WatchEventType, e.object as PersistentVolume));
     },
     getVolumeAttachment: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`, signal),
+    getCsiDriver: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/csidrivers/${enc(name)}`, signal),
     getNode: (name, signal) => getOrUndefined(`/api/v1/nodes/${enc(name)}`, signal),
     watchNode: () => watcher("/api/v1/nodes"),
     listPodsOnNode: async (nodeName, signal) => {

@@ -7,6 +7,7 @@ import { stagingPath, volumeAttachmentName, volumeInUseName } from "./names.js";
 import type { NodeCache } from "./node-cache.js";
 import type { PodClaims } from "./pod-claims.js";
 import { claimRefHolds } from "../../common/kube/pod-claims.js";
+import type { AttachRequired } from "./attach-required.js";
 import type { PvCache } from "./pv-cache.js";
 import type { SecretCache } from "./secret-cache.js";
 
@@ -23,6 +24,7 @@ export interface CsiVolume {
 }
 
 export interface ResolvedVolume extends CsiVolume {
+  driver: string;
   /** The VolumeAttachment named for this node as read by this request: null when there is none, undefined when not read. */
   attachment: VolumeAttachment | null | undefined;
   attachmentName: string;
@@ -45,6 +47,7 @@ export function describeCsiVolume(pvName: string, pv: PersistentVolume, stagingR
 
 export interface ResolverDeps {
   kube: KubeApi;
+  attach: Pick<AttachRequired, "required">;
   nodes: NodeCache;
   pods: Pick<PodClaims, "uses">;
   pvs: PvCache;
@@ -76,7 +79,7 @@ export async function resolveVolume(
   }
   const attachmentName = volumeAttachmentName(csi.volumeHandle, driverName, deps.nodeName);
   const attachment = await onThisNode(deps, pv, driverName, attachmentName, signal);
-  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), attachment, attachmentName };
+  return { ...describeCsiVolume(pvName, pv, deps.stagingRoot), driver: driverName, attachment, attachmentName };
 }
 
 /**
@@ -121,10 +124,28 @@ async function onThisNode(
   );
 }
 
-/** NodeStageVolume's publish_context: the attachment's metadata; empty for drivers without an attach step. */
+/**
+ * NodeStageVolume's publish_context, as the kubelet makes it: the attachment's metadata; empty, and
+ * nothing read, for a driver whose CSIDriver says it has no attach step. A driver whose CSIDriver
+ * says it attaches gets no heal of a volume without a VolumeAttachment (the kubelet would not stage
+ * it: detached, or being detached); with no CSIDriver known, none found means an empty one, as before.
+ */
 export async function fetchPublishContext(deps: ResolverDeps, vol: ResolvedVolume, signal: AbortSignal): Promise<Record<string, string>> {
-  const va = vol.attachment !== undefined ? vol.attachment : ((await deps.kube.getVolumeAttachment(vol.attachmentName, signal)) ?? null);
-  if (!va) return {};
+  let va = vol.attachment;
+  let required: boolean | undefined;
+  if (va === undefined) {
+    required = await deps.attach.required(vol.driver, signal);
+    if (required === false) return {};
+    va = (await deps.kube.getVolumeAttachment(vol.attachmentName, signal)) ?? null;
+  }
+  if (!va) {
+    if (required) {
+      throw failedPrecondition(
+        `VolumeAttachment ${vol.attachmentName} of PersistentVolume ${vol.pvName} not found: driver ${vol.driver} attaches its volumes (its CSIDriver says attachRequired), and the kubelet stages none without its attachment`,
+      );
+    }
+    return {};
+  }
   if (!va.status?.attached) {
     throw failedPrecondition(`VolumeAttachment ${vol.attachmentName} of PersistentVolume ${vol.pvName} is not attached`);
   }

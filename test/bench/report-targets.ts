@@ -5,7 +5,7 @@ import { mib } from "./memory.js";
 import { ratioVs } from "./ratio.js";
 import type { Results } from "./report.js";
 
-const HEAL_PATH = ["get persistentvolumes", "get volumeattachments", "get nodes", "get secrets"];
+const HEAL_PATH = ["get persistentvolumes", "get volumeattachments", "get csidrivers", "get nodes", "get secrets"];
 
 type Row = [measure: string, measured: string, target: string, met: boolean];
 

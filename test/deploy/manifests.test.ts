@@ -278,6 +278,7 @@ describe("RBAC", { skip }, () => {
       "core/persistentvolumes: get,list,watch",
       "core/pods: list,watch",
       "core/secrets: get",
+      "storage.k8s.io/csidrivers: get",
       "storage.k8s.io/volumeattachments: get",
     ]);
   });

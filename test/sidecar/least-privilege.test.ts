@@ -16,7 +16,7 @@ import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
 import { waitFor } from "../support/wait.js";
-import { DRIVER, NAMESPACE, NODE, namespace, node, pv, secret, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
+import { DRIVER, NAMESPACE, NODE, csiDriver, namespace, node, pv, secret, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
 import { VolumeHealerClient, HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
 import { secretDigest } from "../../driver-stub/call-log.js";
@@ -95,6 +95,7 @@ const STEPS = [
   "the controller plugin's Lease held and renewed",
   "GetVolumeHealth of a volume without attach that only a Pod on this node shows",
   "this node's Pods kept by a watch (no API list per request)",
+  "HealVolume ALWAYS of a volume without attach, its CSIDriver read (no VolumeAttachment read)",
 ] as const;
 type Step = (typeof STEPS)[number];
 
@@ -175,6 +176,14 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     }, { timeoutMs: 5_000 }).catch((err: Error) => {
       throw err instanceof StepFailed ? err : new StepFailed(step, undefined, "this node's Pods are listed for every request: not served from a watch");
     });
+
+    step = STEPS[11];
+    const vaReads = kube.counters.get("get", "volumeattachments");
+    const po2 = await expectOk(step, call(client, client.healVolume, { pvName: "pv-podonly", mode: Mode.ALWAYS }, { metadata }));
+    // The driver's own answer for a healthy volume: it was asked.
+    if (po2.result !== Result.NOT_NEEDED) throw new StepFailed(step, undefined, `result ${po2.result}, expected the driver's NOT_NEEDED`);
+    const vaExtra = kube.counters.get("get", "volumeattachments") - vaReads;
+    if (vaExtra !== 0) throw new StepFailed(step, undefined, `${vaExtra} GET(s) of a VolumeAttachment to heal a volume whose driver has no attach step (its CSIDriver says so)`);
 
     step = STEPS[4];
     // Once the watch request has arrived, the cache is synced (the sidecar reads, then watches).
@@ -300,6 +309,7 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "get volumeattachments": { step: STEPS[1], code: "FAILED_PRECONDITION" },
   "get nodes": { step: STEPS[1], code: "FAILED_PRECONDITION" }, // the watched Node is asked first
   "list pods": { step: STEPS[9], code: "FAILED_PRECONDITION" },
+  "get csidrivers": { step: STEPS[11] },
   "watch pods": { step: STEPS[10] },
   "watch nodes": { step: STEPS[4] },
   "get secrets": { step: STEPS[2], code: "FAILED_PRECONDITION" },
@@ -333,6 +343,8 @@ describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
         pv("pv-noattach", { handle: "vol-na" }),
         pv("pv-podonly", { handle: "vol-po", claim: "claim-po" }),
         userPod("app-po", ["claim-po"]),
+        // pv-podonly's driver as a CephFS-like one would declare it (pv-heal has its VolumeAttachment all the same).
+        csiDriver(false),
       ],
     });
     // A quiet Node's resourceVersion soon leaves the watch window on a real cluster; so it does here.

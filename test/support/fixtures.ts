@@ -134,6 +134,11 @@ export function volumeAttachment(pvName: string, handle: string, o: { attached?:
   };
 }
 
+/** The driver's CSIDriver: `attachRequired: false` for a driver without an attach step (CephFS, NFS). */
+export function csiDriver(attachRequired: boolean, name = DRIVER): Obj {
+  return { apiVersion: "storage.k8s.io/v1", kind: "CSIDriver", metadata: { name }, spec: { attachRequired } };
+}
+
 export function secret(ns: string, name: string, data: Record<string, string>): Obj {
   return {
     apiVersion: "v1",
