@@ -12,6 +12,8 @@ import type { AddressInfo, Server, Socket } from "node:net";
 import { KubeTransport } from "../../sidecar/kube/transport.js";
 import { kubeconfigEndpoint } from "../../sidecar/kube/kubeconfig.js";
 import { KubeError } from "../../sidecar/kube/api.js";
+import { createKubeApi } from "../../sidecar/kube/client.js";
+import { NAMESPACE as NS, namespace, upstreamCrdFile } from "../support/fixtures.js";
 import { startKubeApi } from "../kube/index.js";
 import { selfSignedCert } from "../kube/tls.js";
 import { waitFor } from "../support/wait.js";
@@ -163,4 +165,99 @@ test("an unreachable TLS server names the connection's error, not the cancelled 
   const transport = new KubeTransport({ server: new URL("https://127.0.0.1:1"), token: () => undefined });
   await assert.rejects(get(transport), (e: KubeError) => e instanceof KubeError && e.status === 0 && /ECONNREFUSED/.test(e.message));
   transport.close();
+});
+
+test("the server's certificate must be signed by the kubeconfig's CA: another CA's is refused (unreachable), unless insecure-skip-tls-verify", async (t) => {
+  const api = await startKubeApi();
+  t.after(() => api.stop());
+  const ep = await kubeconfigEndpoint(api.kubeconfigPath);
+  const stranger = await selfSignedCert();
+  const wrongCa = new KubeTransport({ ...ep, ca: Buffer.from(stranger.cert) });
+  t.after(() => wrongCa.close());
+  await assert.rejects(get(wrongCa), (e: KubeError) => e instanceof KubeError && e.status === 0 && /CERT/.test(e.message));
+  const skipping = new KubeTransport({ ...ep, ca: Buffer.from(stranger.cert), insecureSkipTlsVerify: true });
+  t.after(() => skipping.close());
+  assert.equal((await get(skipping)).metadata.name, "default");
+});
+
+test("HTTP/1.1 keeps its connections alive: three requests, one connection (TLS without h2, and plain HTTP)", async (t) => {
+  const cert = await selfSignedCert();
+  let connections = 0;
+  const server = createHttpsServer({ key: cert.key, cert: cert.cert }, answerHttp1);
+  server.on("secureConnection", () => connections++);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
+  await expectHttp1(t, server, cert.cert);
+  assert.equal(connections, 1, "over TLS");
+
+  const plain = await startKubeApi({ tls: false });
+  t.after(() => plain.stop());
+  const transport = new KubeTransport(await kubeconfigEndpoint(plain.kubeconfigPath));
+  t.after(() => transport.close());
+  const before = plain.connectionsAccepted();
+  for (let i = 0; i < 3; i++) assert.equal((await get(transport)).metadata.name, "default");
+  assert.equal(plain.connectionsAccepted() - before, 1, "plain HTTP");
+});
+
+test("close() ends the transport's connections: the server sees its HTTP/2 session and its HTTP/1.1 socket closed", async (t) => {
+  const cert = await selfSignedCert();
+  const h2Sessions: { closed: boolean }[] = [];
+  const h2 = createSecureServer({ key: cert.key, cert: cert.cert }, (_req, res) => res.end(JSON.stringify({ metadata: { name: "default" } })));
+  h2.on("session", (s) => {
+    const seen = { closed: false };
+    h2Sessions.push(seen);
+    s.once("close", () => (seen.closed = true));
+  });
+  await new Promise<void>((r) => h2.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => h2.close(() => r())));
+  const overH2 = new KubeTransport({ server: new URL(`https://127.0.0.1:${(h2.address() as AddressInfo).port}`), ca: Buffer.from(cert.cert), token: () => "t" });
+  await get(overH2);
+  assert.equal(h2Sessions.length, 1);
+  overH2.close();
+  await waitFor("the server's HTTP/2 session closed", () => h2Sessions[0]!.closed, { timeoutMs: 3_000 });
+
+  const sockets: { closed: boolean }[] = [];
+  const http1 = createHttpServer(answerHttp1);
+  // Longer than the wait below: the server must not be the one closing the idle socket.
+  http1.keepAliveTimeout = 60_000;
+  http1.on("connection", (s: Socket) => {
+    const seen = { closed: false };
+    sockets.push(seen);
+    s.once("close", () => (seen.closed = true));
+  });
+  await new Promise<void>((r) => http1.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (http1.closeAllConnections(), http1.close(() => r()))));
+  const overHttp1 = new KubeTransport({ server: new URL(`http://127.0.0.1:${(http1.address() as AddressInfo).port}`), token: () => "t" });
+  await get(overHttp1);
+  assert.equal(sockets.length, 1);
+  assert.equal(sockets[0]!.closed, false, "kept alive until closed");
+  overHttp1.close();
+  await waitFor("the server's HTTP/1.1 socket closed", () => sockets[0]!.closed, { timeoutMs: 3_000 });
+});
+
+test("a watch the server ends resolves (the caller then lists again), over HTTP/2 and HTTP/1.1", async (t) => {
+  for (const tls of [true, false]) {
+    const api = await startKubeApi({ tls });
+    t.after(() => api.stop());
+    const transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
+    t.after(() => transport.close());
+    const seen: string[] = [];
+    const watching = transport.watch("/api/v1/namespaces?watch=true", AbortSignal.timeout(20_000), (e) => seen.push(e.object["metadata"]?.name));
+    await waitFor("the watch's first event", () => seen.includes("default"));
+    api.faults.dropWatches();
+    await watching;
+  }
+});
+
+test("deleting a CSIAddonsNode waits for the API's answer: a uid precondition that fails rejects (409), a delete that resolves is done", async (t) => {
+  const api = await startKubeApi({ crdFiles: [upstreamCrdFile], seed: [namespace()] });
+  t.after(() => api.stop());
+  const transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
+  t.after(() => transport.close());
+  const kube = createKubeApi(transport);
+  const made = await api.create({ apiVersion: "csiaddons.openshift.io/v1alpha1", kind: "CSIAddonsNode", metadata: { name: "n1", namespace: NS }, spec: { driver: { name: "d", endpoint: "pod://p.csi:9070", nodeID: "node-1" } } }) as { metadata: { uid: string } };
+  const signal = () => AbortSignal.timeout(5_000);
+  await assert.rejects(kube.deleteCSIAddonsNode(NS, "n1", "another-uid", signal()), (e: KubeError) => e instanceof KubeError && e.status === 409);
+  await kube.deleteCSIAddonsNode(NS, "n1", made.metadata.uid, signal());
+  assert.equal(api.get("csiaddons.openshift.io/v1alpha1", "CSIAddonsNode", NS, "n1"), undefined);
 });

@@ -65,9 +65,11 @@ test("kubeconfig: files relative to the kubeconfig, token file, client certifica
   assert.equal(ep.key?.toString(), "KEY");
 });
 
-test("kubeconfig: exec plugins and unknown contexts are refused with a clear error", async () => {
+test("kubeconfig: exec plugins, auth providers, basic auth and unknown contexts are refused with a clear error", async () => {
   const dir = tempDir();
-  await assert.rejects(kubeconfigEndpoint(kubeconfig(dir, { exec: { command: "aws" } })), (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message));
+  for (const user of [{ exec: { command: "aws" } }, { "auth-provider": { name: "oidc" } }, { username: "admin", password: "p" }]) {
+    await assert.rejects(kubeconfigEndpoint(kubeconfig(dir, user)), (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message), JSON.stringify(user));
+  }
   const path = join(dir, "bad");
   writeFileSync(path, stringify({ contexts: [], "current-context": "nope" }));
   await assert.rejects(kubeconfigEndpoint(path), /context "nope" not found/);
