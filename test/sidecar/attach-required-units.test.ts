@@ -76,10 +76,17 @@ test("a refusal (403): undefined, warned once saying what to grant, and kept (no
   assert.equal(warnings.length, 1);
   assert.match(String(warnings[0]!["message"]), /grant get on csidrivers: deploy\/base\/cluster-role\.yaml/);
   assert.equal(warnings[0]!["driver"], "refused.example.com");
+  // A failed read is no refusal: said at debug level, with the API's reason.
+  const failures = lines.filter((l) => l["level"] === "debug" && l["message"] === "could not read the CSIDriver");
+  assert.equal(failures.length, 3);
+  assert.equal(failures[0]!["reason"], "etcd timeout: 500");
 
-  // Once readable again (after the TTL), a later refusal is warned again.
+  // Read again at every question (TTL 0), a refusal is still warned once; once readable again, a
+  // later refusal is warned again.
   const b = new AttachRequired(kube, logger, 0);
   await b.required("refused.example.com", signal());
+  await b.required("refused.example.com", signal());
+  assert.equal(lines.filter((l) => l["level"] === "warn").length, 2);
   replies["refused.example.com"] = driver({ attachRequired: false });
   assert.equal(await b.required("refused.example.com", signal()), false);
   replies["refused.example.com"] = new KubeError(403, "Forbidden", "forbidden again");
