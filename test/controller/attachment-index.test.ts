@@ -22,3 +22,14 @@ test("attachment index: an update replaces the entry, a delete removes it, and a
   assert.deepEqual(pvsOn(idx, "n2"), ["pv-a:true", "pv-c:true"]);
   assert.deepEqual(pvsOn(idx, "n3"), []);
 });
+
+test("attachment index: the last attachment of a node deleted, then the name made again on another node, or deleted twice (a relist after a missed event)", () => {
+  const idx = new AttachmentIndex();
+  idx.set("csi-a", va("pv-a", "n1"));
+  idx.delete("csi-a");
+  idx.delete("csi-a");
+  assert.deepEqual(pvsOn(idx, "n1"), []);
+  idx.set("csi-a", va("pv-a", "n2"));
+  assert.deepEqual(pvsOn(idx, "n2"), ["pv-a:true"]);
+  assert.deepEqual(pvsOn(idx, "n1"), []);
+});

@@ -3,7 +3,7 @@
 // Node's volumesInUse, and the PV indexes kept right as PVs are deleted and made again.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { ClusterCache } from "../../controller/kube/cluster.js";
+import { ClusterCache, toPv } from "../../controller/kube/cluster.js";
 import { loadKubeConfig } from "../../controller/kube/client.js";
 import type { SidecarInfo } from "../../controller/plan/types.js";
 import { createLogger } from "../../common/log/logger.js";
@@ -153,4 +153,25 @@ test("changes of a CSIAddonsNode are told to the controller as they come", async
   api.delete(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi");
   await waitFor("the deletion told", () => events.some(([type]) => type === "delete"));
   assert.equal(cache.sidecar(KEY), undefined);
+});
+
+test("a PV that is not CSI (in-tree, hostPath, NFS) is no volume of any sidecar", () => {
+  assert.equal(toPv({ metadata: { name: "pv-nfs" }, spec: { nfs: { server: "nfs.example.com", path: "/x" } } } as never), undefined);
+  assert.equal(toPv({ metadata: {}, spec: { csi: { driver: DRIVER, volumeHandle: "h" } } } as never), undefined);
+  assert.equal(toPv({ metadata: { name: "pv-c" }, spec: { csi: { driver: DRIVER, volumeHandle: "h" } } } as never)?.handle, "h");
+});
+
+test("start() resolves once the VolumeAttachments, PVs and Nodes are listed, however slowly, so the first CSIAddonsNode events see complete indexes", async (t) => {
+  const slow = await startKubeApi({
+    crdFiles: [upstreamCrdFile],
+    seed: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "csi" } }, node([]), pv("pv-attached"), volumeAttachment("pv-attached", "handle-pv-attached"), csiNode("node-1-csi", "csi", { name: DRIVER, nodeID: NODE, endpoint: "pod://plugin-0.csi:9070" })],
+  });
+  t.after(() => slow.stop());
+  // The PVs and VolumeAttachments answer 300 ms late; the CSIAddonsNodes at once.
+  slow.faults.latency(300, { verb: "list", resource: "persistentvolumes" });
+  slow.faults.latency(300, { verb: "list", resource: "volumeattachments" });
+  const c = new ClusterCache(loadKubeConfig(slow.kubeconfigPath), undefined, createLogger("error", "json"));
+  t.after(() => c.stop());
+  await c.start();
+  assert.deepEqual(c.volumesOf(c.sidecar(KEY)!).map((p) => p.name), ["pv-attached"]);
 });

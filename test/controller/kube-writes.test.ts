@@ -76,3 +76,17 @@ test("the Lease: none yet; created; replaced at the resourceVersion read; a stal
   assert.equal((await kube.readLease("default", "healer", signal()))?.holder, "replica-a");
   await assert.rejects(kube.readLease("default", "healer", AbortSignal.abort()), failsWith(0, /get Lease default\/healer/));
 });
+
+test("the Lease's edges: a sub-second duration is written as 1 s (the API refuses 0), a refused write throws (only a 409 is a lost race), a Lease another writer left bare reads as zeros", async () => {
+  const lease = { holder: "replica-a", renewTimeMs: Date.parse("2026-12-03T05:00:00Z"), acquireTimeMs: Date.parse("2026-12-03T05:00:00Z"), durationMs: 200, transitions: 0 };
+  assert.equal(await kube.writeLease("default", "short", lease, undefined, signal()), true);
+  const stored = api.get("coordination.k8s.io/v1", "Lease", "default", "short") as { spec: { leaseDurationSeconds: number } };
+  assert.equal(stored.spec.leaseDurationSeconds, 1);
+
+  api.faults.failNext(1, 500, { resource: "leases" });
+  await assert.rejects(kube.writeLease("default", "refused", lease, undefined, signal()), failsWith(500, /write Lease default\/refused/));
+
+  await api.create({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "bare", namespace: "default" }, spec: { holderIdentity: "other" } });
+  const bare = await kube.readLease("default", "bare", signal());
+  assert.deepEqual({ ...bare, resourceVersion: "" }, { holder: "other", renewTimeMs: 0, acquireTimeMs: 0, durationMs: 0, transitions: 0, resourceVersion: "" });
+});
