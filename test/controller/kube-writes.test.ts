@@ -90,3 +90,19 @@ test("the Lease's edges: a sub-second duration is written as 1 s (the API refuse
   const bare = await kube.readLease("default", "bare", signal());
   assert.deepEqual({ ...bare, resourceVersion: "" }, { holder: "other", renewTimeMs: 0, acquireTimeMs: 0, durationMs: 0, transitions: 0, resourceVersion: "" });
 });
+
+test("an Event that cannot be sent is a KubeRequestError with status 0 (no HTTP answer): the API unreachable, or connection settings client-node refuses", async () => {
+  const { writeFileSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  const { tempDir } = await import("../support/proc.js");
+  const dir = tempDir();
+  const config = (cluster: Record<string, unknown>, user: Record<string, unknown> = { token: "t" }) => {
+    const path = join(dir, `kc-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(path, JSON.stringify({ apiVersion: "v1", kind: "Config", clusters: [{ name: "c", cluster }], users: [{ name: "u", user }], contexts: [{ name: "x", context: { cluster: "c", user: "u" } }], "current-context": "x" }));
+    return createKubeWrites(loadKubeConfig(path));
+  };
+  const event = { involved: { kind: "PersistentVolume", apiVersion: "v1", namespace: undefined, name: "pv-1", uid: "u1" }, type: "Normal", reason: "VolumeHealed", message: "m" } as const;
+  await assert.rejects(config({ server: "https://127.0.0.1:1", "insecure-skip-tls-verify": true }).createEvent("default", event, signal()), failsWith(0, /ECONNREFUSED/));
+  // client-node refuses to send a token over plain HTTP unless told to skip TLS verification.
+  await assert.rejects(config({ server: "http://127.0.0.1:1" }).createEvent("default", event, signal()), failsWith(0, /HTTP protocol is not allowed/));
+});
