@@ -3,11 +3,14 @@
 // a sidecar's pod IP, the Event it writes and bumps, and the Lease with its optimistic
 // concurrency. Errors are KubeRequestError with the API server's status.
 import { after, before, test } from "node:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import assert from "node:assert/strict";
 import { createKubeWrites, loadKubeConfig, COMPONENT } from "../../controller/kube/client.js";
 import { KubeRequestError, type KubeWrites } from "../../controller/kube/api.js";
 import { startKubeApi, type KubeApi } from "../kube/server.js";
 import { csiNode, G, V, upstreamCrdFile } from "../kube/testkit.js";
+import { tempDir } from "../support/proc.js";
 
 let api: KubeApi;
 let kube: KubeWrites;
@@ -92,9 +95,6 @@ test("the Lease's edges: a sub-second duration is written as 1 s (the API refuse
 });
 
 test("an Event that cannot be sent is a KubeRequestError with status 0 (no HTTP answer): the API unreachable, or connection settings client-node refuses", async () => {
-  const { writeFileSync } = await import("node:fs");
-  const { join } = await import("node:path");
-  const { tempDir } = await import("../support/proc.js");
   const dir = tempDir();
   const config = (cluster: Record<string, unknown>, user: Record<string, unknown> = { token: "t" }) => {
     const path = join(dir, `kc-${Math.random().toString(36).slice(2)}.json`);
