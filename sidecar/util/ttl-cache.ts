@@ -3,7 +3,7 @@
 // for the TTL would outlive the operator's fix). Concurrent lookups of one key share one load, as
 // the relay's identical requests share one driver call: a caller's signal ends only its own wait,
 // and the load is cancelled once no caller waits for it (it may hold what they held: a driver slot).
-import { DomainError } from "../errors.js";
+import { cancelledBy } from "../errors.js";
 import { SingleFlight } from "./single-flight.js";
 
 /** A caller without a signal never leaves: a load it joined runs to its end. */
@@ -20,8 +20,8 @@ export class TtlCache<V> {
   ) {}
 
   get(key: string, load: (signal: AbortSignal) => Promise<V>, signal: AbortSignal = NEVER): Promise<V> {
-    // Gone already: not answered, even from the cache (the load path refuses it in SingleFlight).
-    if (signal.aborted) return Promise.reject(new DomainError("Cancelled", "call cancelled"));
+    // Gone already: not answered, even from the cache, and refused as the load path refuses it (SingleFlight).
+    if (signal.aborted) return Promise.reject(cancelledBy(signal));
     const hit = this.entries.get(key);
     if (hit && Date.now() - hit.at < this.ttlMs) return Promise.resolve(hit.value);
     return this.loads.do(key, signal, async (shared) => {

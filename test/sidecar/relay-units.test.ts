@@ -7,7 +7,7 @@ import { volumeCapability } from "../../sidecar/relay/capability.js";
 import { Limiter } from "../../sidecar/relay/limiter.js";
 import { SingleFlight } from "../../sidecar/util/single-flight.js";
 import { csiAddonsNodeName } from "../../sidecar/node/name.js";
-import { DomainError } from "../../sidecar/errors.js";
+import { DomainError, deadlineExceeded } from "../../sidecar/errors.js";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../proto/gen/csi/v1/csi.js";
 import type { KubeApi, PersistentVolume } from "../../sidecar/kube/api.js";
 
@@ -220,6 +220,10 @@ test("TtlCache: a caller that gives up leaves the shared load to the others; the
   loads[0]!.resolve("v");
   assert.equal(await second, "v");
   assert.equal(await c.get("k", load, AbortSignal.abort()).catch(() => "refused"), "refused", "an already-cancelled caller starts nothing");
+  // A caller whose deadline has passed is told so, from a cached key as from a load (SingleFlight's rule).
+  const late = AbortSignal.abort(deadlineExceeded("deadline passed before the PV was read"));
+  for (const key of ["k", "not-cached"]) await assert.rejects(c.get(key, load, late), { name: "DeadlineExceededError" }, key);
+  assert.equal(loads.length, 1, "and starts nothing");
   assert.equal(await c.get("k", load), "v", "the value is kept");
 
   const [x, y] = [new AbortController(), new AbortController()];
