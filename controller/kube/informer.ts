@@ -3,7 +3,7 @@
 // backoff, resuming from the last resourceVersion it saw. Nor does a watch last forever (see
 // WatchBounds): the cache must not go stale behind a connection that died without a word.
 import { EventEmitter } from "node:events";
-import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { ApiException, ListWatch, Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { Backoff, delay } from "../../common/util/delay.js";
 import type { Logger } from "../../common/log/logger.js";
 import { listInPages, type PageFn } from "./paged-list.js";
@@ -197,6 +197,19 @@ export class Informer<T extends KubernetesObject> extends EventEmitter<InformerE
 }
 
 function errorText(err: unknown): string {
+  // A failed list is client-node's ApiException, whose message is the whole response, headers and
+  // all, over several lines: the status and the API server's own word for it say what went wrong.
+  if (err instanceof ApiException) return `HTTP ${err.code}${statusMessage(err.body)}`;
   if (err && typeof err === "object" && "statusCode" in err) return `HTTP ${String((err as { statusCode: unknown }).statusCode)}`;
   return err instanceof Error ? err.message : String(err);
+}
+
+/** ": <message>" of a Kubernetes Status body (what a 403 says is missing), else nothing. */
+function statusMessage(body: unknown): string {
+  try {
+    const status = (typeof body === "string" ? JSON.parse(body) : body) as { kind?: unknown; message?: unknown } | null;
+    return status?.kind === "Status" && typeof status.message === "string" ? `: ${status.message}` : "";
+  } catch {
+    return "";
+  }
 }
