@@ -94,6 +94,12 @@ test("an informer lists the API in pages and keeps, of listed and watched object
     await waitFor("the watched PV", () => inf.get("pv-new") !== undefined);
     assert.ok(isSlim(inf.get("pv-new")) && isSlim(seen.at(-1)), "a watched object is cached and handed on slim too");
     assert.deepEqual(toPv(inf.get("pv-new")!), { ...toPv(fullPv("pv-new"))!, uid: inf.get("pv-new")!.metadata!.uid!, deleting: false });
+
+    // A modification is an event of its own (MODIFIED), and what it brings is as large as the object.
+    const stored = api.get("v1", "PersistentVolume", undefined, "pv-new") as V1PersistentVolume;
+    const changed = api.update({ ...stored, metadata: { ...stored.metadata, annotations: { ...stored.metadata?.annotations, "example.com/note": "x".repeat(4096) } } }) as V1PersistentVolume;
+    await waitFor("the modified PV", () => inf.get("pv-new")?.metadata?.resourceVersion === changed.metadata?.resourceVersion);
+    assert.ok(isSlim(inf.get("pv-new")) && isSlim(seen.at(-1)), "a modified object is cached and handed on slim too");
   } finally {
     inf.stop();
   }

@@ -41,3 +41,37 @@ test("the resume backoff grows through one outage and starts over after the info
   assert.equal(waits()[before], 200);
   await api.faults.up();
 });
+
+test("an informer that keeps slim objects lists again when its resourceVersion was compacted meanwhile (410 Gone)", { timeout: 60_000 }, async (t) => {
+  // The 410 comes as a watch event of type ERROR carrying a Status: client-node reads its code, so
+  // the transform that cuts PVs down must leave it alone, or the informer re-watches from the
+  // expired resourceVersion for ever and never sees the changes it missed.
+  const small = await startKubeApi({ seed: [pv("pv-0")], historySize: 5 });
+  t.after(() => small.stop());
+  const { lines, logger } = captureLogger("debug");
+  const informer = pvInformer(loadKubeConfig(small.kubeconfigPath), logger);
+  t.after(() => informer.stop());
+  await informer.start();
+  const lists = small.counters.get("list", "persistentvolumes");
+
+  await small.faults.down();
+  await waitFor("a failed resume", () => lines.some((l) => l["message"] === "watch ended with an error; resuming"), { timeoutMs: 20_000 });
+  for (let i = 1; i <= 10; i++) await small.create(pv(`pv-${i}`));
+  await small.faults.up();
+  await waitFor("every PV created while the informer could not watch", () => informer.list().length === 11, { timeoutMs: 20_000 });
+  assert.equal(small.counters.get("list", "persistentvolumes"), lists + 1, "listed again, once");
+});
+
+test("a first list that fails is retried with backoff, and start() resolves once a list is in the cache", { timeout: 30_000 }, async (t) => {
+  const { lines, logger } = captureLogger("debug");
+  const informer = pvInformer(loadKubeConfig(api.kubeconfigPath), logger);
+  t.after(() => informer.stop());
+  api.faults.failNext(2, 500, { verb: "list", resource: "persistentvolumes" });
+  t.after(() => api.faults.clear());
+  await informer.start();
+  assert.ok(informer.get("pv-0"), "the list that answered is in the cache");
+  const resumed = lines.filter((l) => l["message"] === "watch ended with an error; resuming");
+  // The status and the API server's message, not client-node's whole response (headers and all).
+  const said = "HTTP 500: Internal error occurred: injected fault";
+  assert.deepEqual(resumed.map((l) => [l["error"], l["retryInMs"]]), [[said, 200], [said, 400]]);
+});

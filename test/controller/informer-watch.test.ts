@@ -8,6 +8,7 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
 import { join } from "node:path";
 import { CoreV1Api, Watch, type KubeConfig, type V1PersistentVolume } from "@kubernetes/client-node";
 import { loadKubeConfig, requestOptions } from "../../controller/kube/client.js";
@@ -182,4 +183,40 @@ test("a watch whose response does not come within the bound is retried with back
   api.faults.clear();
   await api.create(pv("pv-after-hang"));
   await waitFor("the informer watching again", () => informer.get("pv-after-hang") !== undefined, { timeoutMs: 3_000 });
+});
+
+const silent = (lines: Record<string, unknown>[]) => lines.filter((l) => l["message"] === "watch silent too long; watching again");
+
+test("a watch whose events come more often than its idle bound is never given up, however long it lasts", { timeout: 30_000 }, async (t) => {
+  const { lines, logger } = captureLogger("debug");
+  const informer = boundedPvInformer(loadKubeConfig(api.kubeconfigPath), logger, { idleMs: 1_000 });
+  t.after(() => informer.stop());
+  await informer.start();
+  await waitFor("the watch at the API", () => api.counters.get("watch", PVS) > 0);
+  const watches = api.counters.get("watch", PVS);
+  // One event every 200 ms for three idle bounds: each event restarts the bound.
+  for (let i = 0; i < 15; i++) {
+    const name = `pv-steady-${i}`;
+    await api.create(pv(name));
+    await waitFor(`the informer seeing ${name}`, () => informer.get(name) !== undefined);
+    await delay(200); // the pace of the events under test, not a wait for something to happen
+  }
+  assert.deepEqual(silent(lines), [], "a watch that delivers is not silent");
+  assert.equal(api.counters.get("watch", PVS), watches, "the one watch served throughout");
+});
+
+test("a watch refused with an error, or ended by the server, leaves no idle timer behind to fire later", { timeout: 30_000 }, async (t) => {
+  const { lines, logger } = captureLogger("debug");
+  // Watches end after 1 s, before their 1.5 s idle bound: only a timer left behind by an ended watch could fire.
+  const informer = boundedPvInformer(loadKubeConfig(api.kubeconfigPath), logger, { idleMs: 1_500, timeoutSeconds: () => 1 });
+  t.after(() => informer.stop());
+  await informer.start();
+  await waitFor("the watch at the API", () => api.counters.get("watch", PVS) > 0);
+  const watches = api.counters.get("watch", PVS);
+  api.faults.failNext(2, 500, { verb: "watch", resource: PVS });
+  t.after(() => api.faults.clear());
+  api.faults.dropWatches();
+  await waitFor("two refused watches, then three the server ended, and a fourth", () => api.counters.get("watch", PVS) >= watches + 6, { timeoutMs: 15_000 });
+  assert.deepEqual(resumes(lines).map((l) => [l["error"], l["retryInMs"]]), [["HTTP 500", 200], ["HTTP 500", 400]], "each refusal resumed with backoff, named by its status");
+  assert.deepEqual(silent(lines), [], "no watch was silent: every one ended before its idle bound");
 });
