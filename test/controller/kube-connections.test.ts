@@ -6,12 +6,13 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import https from "node:https";
-import { writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { createKubeWrites, loadKubeConfig } from "../../controller/kube/client.js";
 import { KubeRequestError, type EventRecord } from "../../controller/kube/api.js";
 import { KeepAliveAgents } from "../../controller/kube/keep-alive.js";
+import type { H2Connection } from "../../common/kube/h2-connection.js";
 import { startKubeApi, type KubeApi } from "../kube/server.js";
 import { selfSignedCert } from "../kube/tls.js";
 import { startTs, tempDir } from "../support/proc.js";
@@ -143,4 +144,49 @@ test("Events go out as plain JSON requests: a refusal is a KubeRequestError nami
   await kube.bumpEvent("default", name, 2, AbortSignal.timeout(5_000));
   assert.equal(stored().count, 2);
   await assert.rejects(kube.bumpEvent("default", "no-such-event", 2, AbortSignal.timeout(5_000)), (err: unknown) => err instanceof KubeRequestError && err.status === 404);
+});
+
+test("Event writes check the API server's certificate against the kubeconfig's CA: another CA's is refused, insecure-skip-tls-verify reaches it", async (t) => {
+  const dir = tempDir("kube-ca-");
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const edited = (name: string, change: (cluster: Record<string, unknown>) => void) => {
+    const config = JSON.parse(readFileSync(api.kubeconfigPath, "utf8")) as { clusters: { cluster: Record<string, unknown> }[] };
+    change(config.clusters[0]!.cluster);
+    writeFileSync(join(dir, name), JSON.stringify(config));
+    return loadKubeConfig(join(dir, name));
+  };
+  const stranger = await selfSignedCert();
+  const misled = createKubeWrites(edited("stranger-ca.json", (c) => (c["certificate-authority-data"] = stranger.caData)));
+  await assert.rejects(misled.createEvent("default", pvEvent(300), AbortSignal.timeout(5_000)), (err: unknown) => {
+    assert.ok(err instanceof KubeRequestError, String(err));
+    assert.equal(err.status, 0, "never reached");
+    assert.match(err.message, /^create Event in default: .*(CERT|certificate)/i, "named by the TLS check that refused it");
+    return true;
+  });
+  const skipping = createKubeWrites(edited("insecure.json", (c) => {
+    delete c["certificate-authority-data"];
+    c["insecure-skip-tls-verify"] = true;
+  }));
+  const name = await skipping.createEvent("default", pvEvent(301), AbortSignal.timeout(5_000));
+  assert.ok(api.get("v1", "Event", "default", name), "written without checking the certificate, as the kubeconfig asks");
+});
+
+test("a changed CA retires the HTTP/2 connection made with the old one: it closes once its requests are done", async (t) => {
+  const own = await startKubeApi();
+  const agents = new KeepAliveAgents();
+  t.after(async () => (agents.close(), await own.stop()));
+  const config = JSON.parse(readFileSync(own.kubeconfigPath, "utf8")) as { clusters: { cluster: Record<string, string> }[] };
+  const ca = Buffer.from(config.clusters[0]!.cluster["certificate-authority-data"]!, "base64");
+  const version = async (h2: H2Connection) => {
+    const { status, body } = await h2.request("GET", "/version", { authorization: `Bearer ${own.adminToken}` }, undefined, AbortSignal.timeout(5_000));
+    for await (const _ of body);
+    assert.equal(status, 200);
+  };
+  const url = new URL(own.url);
+  await version(agents.route(url, new https.Agent({ ca, rejectUnauthorized: true })).h2!);
+  assert.equal(own.connectionsOpen(), 1);
+  // As client-node hands over after the CA file was rotated: other TLS options, so another pool.
+  await version(agents.route(url, new https.Agent({ rejectUnauthorized: false })).h2!);
+  await waitFor("the connection made with the old CA closed", () => own.connectionsOpen() === 1);
+  assert.equal(own.connectionsAccepted(), 2);
 });

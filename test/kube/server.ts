@@ -50,6 +50,8 @@ export interface KubeApi {
   list(apiVersion: string, kind: string, namespace?: string): object[];
   /** TCP connections accepted since the start (a client that pools its connections opens few). */
   connectionsAccepted(): number;
+  /** TCP connections open now. */
+  connectionsOpen(): number;
   counters: { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number>; byUser(): Record<string, Record<string, number>> };
   faults: { failNext(n: number, status: 500 | 503 | 429, match?: Match): void; latency(ms: number, match?: Match): void; clear(): void; dropWatches(): void; down(): Promise<void>; up(): Promise<void> };
   auth: { addToken(token: string, user: TokenUser): void; allow(username: string, rule: Rule): void; clearRules(username?: string): void; setRequireRbac(on: boolean): void };
@@ -157,6 +159,7 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
     },
     ...direct,
     connectionsAccepted: () => accepted,
+    connectionsOpen: () => sockets.size,
     counters,
     faults: {
       failNext: (n, status, match) => faults.failNext(n, status, match),
