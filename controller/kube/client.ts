@@ -16,6 +16,7 @@ import {
 import { KubeRequestError, type EventRecord, type KubeWrites, type StoredLease } from "./api.js";
 import { claimsOfPod } from "../../common/kube/pod-claims.js";
 import { jsonRequest } from "./json-request.js";
+import { httpStatusText } from "./status-text.js";
 import { KeepAliveAgents } from "./keep-alive.js";
 
 const CAN_GROUP = "csiaddons.openshift.io";
@@ -62,7 +63,7 @@ async function request<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    if (err instanceof ApiException) throw new KubeRequestError(err.code, `${what}: HTTP ${err.code}`);
+    if (err instanceof ApiException) throw new KubeRequestError(err.code, `${what}: ${httpStatusText(err.code, err.body)}`);
     throw new KubeRequestError(0, `${what}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

@@ -7,6 +7,7 @@ import { ApiException, ListWatch, Watch, type KubeConfig, type KubernetesObject 
 import { Backoff, delay } from "../../common/util/delay.js";
 import type { Logger } from "../../common/log/logger.js";
 import { listInPages, type PageFn } from "./paged-list.js";
+import { httpStatusText } from "./status-text.js";
 
 export interface InformerEvents<T> {
   change: [type: "add" | "update" | "delete", obj: T];
@@ -199,17 +200,8 @@ export class Informer<T extends KubernetesObject> extends EventEmitter<InformerE
 function errorText(err: unknown): string {
   // A failed list is client-node's ApiException, whose message is the whole response, headers and
   // all, over several lines: the status and the API server's own word for it say what went wrong.
-  if (err instanceof ApiException) return `HTTP ${err.code}${statusMessage(err.body)}`;
-  if (err && typeof err === "object" && "statusCode" in err) return `HTTP ${String((err as { statusCode: unknown }).statusCode)}`;
+  if (err instanceof ApiException) return httpStatusText(err.code, err.body);
+  // A refused watch (client-node's Watch) brings its status only.
+  if (err && typeof err === "object" && "statusCode" in err) return httpStatusText(Number((err as { statusCode: unknown }).statusCode), undefined);
   return err instanceof Error ? err.message : String(err);
-}
-
-/** ": <message>" of a Kubernetes Status body (what a 403 says is missing), else nothing. */
-function statusMessage(body: unknown): string {
-  try {
-    const status = (typeof body === "string" ? JSON.parse(body) : body) as { kind?: unknown; message?: unknown } | null;
-    return status?.kind === "Status" && typeof status.message === "string" ? `: ${status.message}` : "";
-  } catch {
-    return "";
-  }
 }

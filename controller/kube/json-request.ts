@@ -12,6 +12,7 @@ import { failure } from "../../common/kube/h2-connection.js";
 import { readText, sendRequest } from "../../common/kube/request.js";
 import { KubeRequestError } from "./api.js";
 import type { KeepAliveAgents } from "./keep-alive.js";
+import { httpStatusText } from "./status-text.js";
 
 /** A response body larger than this is not an Event or a Status: refuse it rather than hold it. */
 const MAX_BODY_BYTES = 1 << 20;
@@ -54,7 +55,7 @@ export async function jsonRequest<T>(kc: KubeConfig, agents: KeepAliveAgents, r:
     // A stream cancelled because its connection failed: the connection's error says why.
     throw new KubeRequestError(0, `${r.what}: ${err.cause instanceof Error ? failure(err) : err.message}`);
   });
-  if (status < 200 || status > 299) throw new KubeRequestError(status, `${r.what}: HTTP ${status}`);
+  if (status < 200 || status > 299) throw new KubeRequestError(status, `${r.what}: ${httpStatusText(status, text)}`);
   try {
     return JSON.parse(text) as T;
   } catch {

@@ -133,7 +133,7 @@ test("Events go out as plain JSON requests: a refusal is a KubeRequestError nami
   await assert.rejects(kube.createEvent("default", pvEvent(100), AbortSignal.timeout(5_000)), (err: unknown) => {
     assert.ok(err instanceof KubeRequestError);
     assert.equal(err.status, 503);
-    assert.equal(err.message, "create Event in default: HTTP 503");
+    assert.equal(err.message, "create Event in default: HTTP 503: the server is currently unable to handle the request (injected fault)", "the status, and what the API server said");
     return true;
   });
   const name = await kube.createEvent("default", pvEvent(101), AbortSignal.timeout(5_000));
@@ -189,4 +189,21 @@ test("a changed CA retires the HTTP/2 connection made with the old one: it close
   await version(agents.route(url, new https.Agent({ rejectUnauthorized: false })).h2!);
   await waitFor("the connection made with the old CA closed", () => own.connectionsOpen() === 1);
   assert.equal(own.connectionsAccepted(), 2);
+});
+
+test("a refusal says what the API server said of it: a 403 names the verb and the resource the identity lacks, through either client", async (t) => {
+  const own = await startKubeApi({ requireRbac: true });
+  t.after(() => own.stop());
+  own.auth.addToken("nobody-token", { username: "system:serviceaccount:csi-addons-system:nobody" });
+  const kube = createKubeWrites(loadKubeConfig(own.writeKubeconfig("nobody-token", "nobody")));
+  const who = 'User "system:serviceaccount:csi-addons-system:nobody"';
+  const refused = (message: string) => (err: unknown) => {
+    assert.ok(err instanceof KubeRequestError, String(err));
+    assert.equal(err.status, 403);
+    assert.equal(err.message, message);
+    return true;
+  };
+  // An Event goes out as a plain JSON request; a Lease through client-node's typed API.
+  await assert.rejects(kube.createEvent("default", pvEvent(400), AbortSignal.timeout(5_000)), refused(`create Event in default: HTTP 403: events is forbidden: ${who} cannot create resource "events" in API group "" in the namespace "default"`));
+  await assert.rejects(kube.readLease("default", "healer", AbortSignal.timeout(5_000)), refused(`get Lease default/healer: HTTP 403: leases.coordination.k8s.io "healer" is forbidden: ${who} cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "default"`));
 });
