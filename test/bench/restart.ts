@@ -271,7 +271,10 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   for (const p of plugins) env.cleanup.add(`restarted driver-stub of ${fleetNode(p.n)}`, () => p.stub.stop());
   const backAt = plugins.map(({ stub }) => stub.proc.stdoutAt("driver-stub ready")!);
   progress(`  restarted driver-stub pids ${plugins.map((p) => `pid ${p.stub.proc.child.pid}`).join(", ")}`);
-  await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000);
+  // The heal phase is timed from the drivers' call logs; this poll only finds its end. Each look
+  // parses every driver's state file (60 KB, ~0.4 ms, for 500 volumes): every 25 ms that is CPU the
+  // processes under measurement would lose to the bench, as they do not in the floor's run.
+  await controller.waitWhileRunning(`all ${volumes} volumes HEALTHY again`, () => allHealthy(plugins), 180_000, 250);
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   // The controller writes its Events one at a time, after the heals they report: CPU and requests
   // are counted once they are all written, so the per-heal costs include them.

@@ -30,7 +30,7 @@ export interface LoggedProcess {
   /** Waits until /readyz answers `status` (200 = ready, 503 = not). */
   waitReadyz(status: 200 | 503, timeoutMs?: number): Promise<void>;
   /** waitFor, but giving up at once if the process exits meanwhile. */
-  waitWhileRunning<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
+  waitWhileRunning<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs?: number, intervalMs?: number): Promise<T>;
   /** SIGTERM (it drains and exits 0), SIGKILL after graceMs. */
   stop(graceMs?: number): Promise<number | string>;
 }
@@ -83,9 +83,9 @@ export async function spawnLogged(o: LoggedSpawnOptions): Promise<LoggedProcess>
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   const running = () => child.exitCode === null && child.signalCode === null;
   const logLines = () => readLogLines(o.logFile);
-  const waitWhileRunning = async <T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> => {
+  const waitWhileRunning = async <T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs?: number): Promise<T> => {
     const gone = Symbol("exited");
-    const r = await waitFor<T | typeof gone>(what, () => (running() ? probe() : gone), { timeoutMs });
+    const r = await waitFor<T | typeof gone>(what, () => (running() ? probe() : gone), { timeoutMs, intervalMs });
     if (r === gone) throw new Error(`${o.what} exited (${child.exitCode ?? child.signalCode}) while waiting for ${what}; see ${o.logFile}`);
     return r;
   };
