@@ -1,10 +1,10 @@
 // Does a driver attach its volumes? The kubelet asks the driver's CSIDriver before it stages a
 // volume (csiPlugin.skipAttach): attachRequired: false means no attach step, no VolumeAttachment and
 // an empty publish_context; true means the VolumeAttachment's metadata is the publish_context, and
-// without a VolumeAttachment the volume is not staged. A heal asks the same before it reads a
-// VolumeAttachment (resolve.ts, fetchPublishContext): healing a volume of a driver without attach
-// (CephFS, NFS) then costs no request answered 404, and a volume of a driver that attaches is never
-// staged again without its attachment's metadata.
+// without a VolumeAttachment the volume is not staged. A heal asks the same when its volume has no
+// VolumeAttachment (resolve.ts, fetchPublishContext), so a volume of a driver that attaches is never
+// staged again without its attachment's metadata; and once a driver is known to have no attach
+// step (CephFS, NFS), its heals read no VolumeAttachment at all (none would be found).
 //
 // attachRequired is immutable: it changes only when the CSIDriver is deleted and made again (a
 // reinstall of the driver), so an answer is kept for a minute. No CSIDriver, or none the sidecar may
@@ -37,6 +37,11 @@ export class AttachRequired {
   async required(driverName: string, signal: AbortSignal): Promise<boolean | undefined> {
     const answer = await this.cache.get(driverName, (shared) => this.read(driverName, shared), signal);
     return typeof answer === "boolean" ? answer : undefined;
+  }
+
+  /** True when the driver's CSIDriver said attachRequired: false within the TTL; asks nothing. */
+  skipsAttach(driverName: string): boolean {
+    return this.cache.peek(driverName) === false;
   }
 
   private async read(driverName: string, signal: AbortSignal): Promise<Answer> {

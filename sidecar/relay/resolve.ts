@@ -47,7 +47,7 @@ export function describeCsiVolume(pvName: string, pv: PersistentVolume, stagingR
 
 export interface ResolverDeps {
   kube: KubeApi;
-  attach: Pick<AttachRequired, "required">;
+  attach: Pick<AttachRequired, "required" | "skipsAttach">;
   nodes: NodeCache;
   pods: Pick<PodClaims, "uses">;
   pvs: PvCache;
@@ -125,21 +125,24 @@ async function onThisNode(
 }
 
 /**
- * NodeStageVolume's publish_context, as the kubelet makes it: the attachment's metadata; empty, and
- * nothing read, for a driver whose CSIDriver says it has no attach step. A driver whose CSIDriver
- * says it attaches gets no heal of a volume without a VolumeAttachment (the kubelet would not stage
- * it: detached, or being detached); with no CSIDriver known, none found means an empty one, as before.
+ * NodeStageVolume's publish_context, as the kubelet makes it: the attachment's metadata; empty for a
+ * driver whose CSIDriver says it has no attach step. The VolumeAttachment is read first and the
+ * CSIDriver asked only when there is none, where it decides: a driver that attaches gets no heal of
+ * a volume without its attachment (the kubelet would not stage it: detached, or being detached);
+ * one without attach, or with no CSIDriver known, an empty publish_context. So a driver that
+ * attaches costs no CSIDriver read while its volumes are attached, and one known (within the
+ * minute) to have no attach step costs no VolumeAttachment read. The one difference from the
+ * kubelet, a VolumeAttachment left over for a driver whose CSIDriver now says false (made again
+ * without attach) passing its metadata: such a driver has no attach step to read it.
  */
 export async function fetchPublishContext(deps: ResolverDeps, vol: ResolvedVolume, signal: AbortSignal): Promise<Record<string, string>> {
   let va = vol.attachment;
-  let required: boolean | undefined;
   if (va === undefined) {
-    required = await deps.attach.required(vol.driver, signal);
-    if (required === false) return {};
+    if (deps.attach.skipsAttach(vol.driver)) return {};
     va = (await deps.kube.getVolumeAttachment(vol.attachmentName, signal)) ?? null;
   }
   if (!va) {
-    if (required) {
+    if (await deps.attach.required(vol.driver, signal)) {
       throw failedPrecondition(
         `VolumeAttachment ${vol.attachmentName} of PersistentVolume ${vol.pvName} not found: driver ${vol.driver} attaches its volumes (its CSIDriver says attachRequired), and the kubelet stages none without its attachment`,
       );

@@ -32,6 +32,12 @@ export class TtlCache<V> {
     });
   }
 
+  /** The value kept for `key` if it is still fresh; never loads (undefined also when nothing is kept). */
+  peek(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    return hit && Date.now() - hit.at < this.ttlMs ? hit.value : undefined;
+  }
+
   private remember(key: string, at: number, value: V): void {
     // Deleted first, so a key loaded again counts as the newest when the oldest must go.
     this.entries.delete(key);

@@ -114,3 +114,20 @@ test("a caller that gives up is answered Cancelled; the read is not kept as a fa
   assert.equal(await a.required("d.example.com", signal()), false);
   assert.equal(reads.length, 2, "asked again: the cancelled read left nothing behind");
 });
+
+test("skipsAttach: true only while a read within the TTL said attachRequired: false; it never reads", async () => {
+  const replies: Record<string, Reply> = {
+    "noattach.example.com": driver({ attachRequired: false }),
+    "attach.example.com": driver({ attachRequired: true }),
+    "absent.example.com": undefined,
+  };
+  const { kube, reads } = fakeKube(replies);
+  const a = new AttachRequired(kube, captureLogger().logger);
+  for (const name of Object.keys(replies)) assert.equal(a.skipsAttach(name), false, `${name}: not asked yet`);
+  assert.deepEqual(reads, [], "asks nothing");
+  for (const name of Object.keys(replies)) await a.required(name, signal());
+  assert.deepEqual(Object.keys(replies).map((name) => a.skipsAttach(name)), [true, false, false]);
+  const expiring = new AttachRequired(kube, captureLogger().logger, 0);
+  await expiring.required("noattach.example.com", signal());
+  assert.equal(expiring.skipsAttach("noattach.example.com"), false, "past the TTL it is not known any more");
+});

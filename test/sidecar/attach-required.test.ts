@@ -1,7 +1,8 @@
 // A heal's publish_context as the kubelet makes it (relay/attach-required.ts): a driver whose
-// CSIDriver says attachRequired: false gets an empty one and no VolumeAttachment is read; a driver
-// whose CSIDriver says it attaches is not healed without its VolumeAttachment. Real processes
-// (driver-stub, sidecar) over the in-memory API, one stack per CSIDriver.
+// CSIDriver says attachRequired: false gets an empty one, and once that is known no VolumeAttachment
+// is read; a driver whose CSIDriver says it attaches is not healed without its VolumeAttachment, and
+// its CSIDriver is not read while its volumes have one. Real processes (driver-stub, sidecar) over
+// the in-memory API, one stack per CSIDriver.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeApi } from "../kube/index.js";
@@ -20,7 +21,11 @@ interface Stack {
   client: InstanceType<typeof VolumeHealerClient>;
 }
 
-/** pv-pod (a Pod here mounts its claim), pv-inuse (in the Node's volumesInUse), both without a VolumeAttachment, and pv-va attached with metadata. */
+/**
+ * pv-pod (a Pod here mounts its claim), pv-inuse (in the Node's volumesInUse), both without a
+ * VolumeAttachment; pv-va attached with metadata, and pv-used too, also in the Node's volumesInUse
+ * (so that only the publish_context needs its attachment).
+ */
 function stackWith(driver: object): { get(): Stack } {
   let s: Stack | undefined;
   before(async () => {
@@ -32,10 +37,12 @@ function stackWith(driver: object): { get(): Stack } {
         pv("pv-inuse", { handle: "vol-inuse" }),
         pv("pv-va", { handle: "vol-va" }),
         volumeAttachment("pv-va", "vol-va", { metadata: { portal: "10.0.0.9:3260" } }),
+        pv("pv-used", { handle: "vol-used" }),
+        volumeAttachment("pv-used", "vol-used", { metadata: { portal: "10.0.0.7:3260" } }),
       ],
-      { volumesInUse: [`kubernetes.io/csi/${DRIVER}^vol-inuse`] },
+      { volumesInUse: [`kubernetes.io/csi/${DRIVER}^vol-inuse`, `kubernetes.io/csi/${DRIVER}^vol-used`] },
     );
-    const stub = await startDriverStub({ state: { volumes: Object.fromEntries(["vol-pod", "vol-inuse", "vol-va"].map((v) => [v, { state: "ABNORMAL", heal: "SUCCEED" }])) } });
+    const stub = await startDriverStub({ state: { volumes: Object.fromEntries(["vol-pod", "vol-inuse", "vol-va", "vol-used"].map((v) => [v, { state: "ABNORMAL", heal: "SUCCEED" }])) } });
     const sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath });
     await waitHealth(sidecar, "SERVING");
     s = { kube, stub, sidecar, client: sidecar.healer() };
@@ -55,7 +62,7 @@ const publishContextOf = (s: Stack, volumeId: string) =>
 describe("a driver whose CSIDriver says attachRequired: false (CephFS, NFS)", () => {
   const stack = stackWith(csiDriver(false));
 
-  test("its volumes are healed with an empty publish context, no VolumeAttachment read, the CSIDriver read once", async () => {
+  test("its volumes are healed with an empty publish context; the first heal's VolumeAttachment read (none) asks the CSIDriver, and after it nothing is read", async () => {
     const s = stack.get();
     s.kube.counters.reset();
     for (const name of ["pv-pod", "pv-inuse"]) {
@@ -68,13 +75,23 @@ describe("a driver whose CSIDriver says attachRequired: false (CephFS, NFS)", ()
     assert.ok(again.ok && again.value.result === Result.NOT_NEEDED, JSON.stringify(again));
     assert.deepEqual(publishContextOf(s, "vol-pod"), {});
     assert.deepEqual(publishContextOf(s, "vol-inuse"), {});
-    assert.equal(s.kube.counters.get("get", "volumeattachments"), 0, "no VolumeAttachment read");
+    assert.equal(s.kube.counters.get("get", "volumeattachments"), 1, "the first heal's only: none after the CSIDriver said there is no attach step");
     assert.equal(s.kube.counters.get("get", "csidrivers"), 1, "the CSIDriver read once for three heals");
   });
 });
 
 describe("a driver whose CSIDriver says it attaches", () => {
   const stack = stackWith(csiDriver(true));
+
+  test("a volume with its attachment is healed with the attachment's metadata, and the CSIDriver is not read", async () => {
+    const s = stack.get();
+    s.kube.counters.reset();
+    const r = await heal(s, "pv-used");
+    assert.ok(r.ok, JSON.stringify(r));
+    assert.deepEqual(publishContextOf(s, "vol-used"), { portal: "10.0.0.7:3260" });
+    assert.equal(s.kube.counters.get("get", "volumeattachments"), 1);
+    assert.equal(s.kube.counters.get("get", "csidrivers"), 0, "the attachment answers; the CSIDriver decides only when there is none");
+  });
 
   test("a volume in use here without a VolumeAttachment is not healed (the kubelet would not stage it): FAILED_PRECONDITION naming it, the driver never asked; its health is still checked", async () => {
     const s = stack.get();
