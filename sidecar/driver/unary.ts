@@ -16,3 +16,8 @@ export function grpcCodeName(code: number): string {
 export function isServiceError(err: unknown): err is grpc.ServiceError {
   return typeof err === "object" && err !== null && typeof (err as { code?: unknown }).code === "number" && "details" in err;
 }
+
+/** The driver's DEADLINE_EXCEEDED, or our call's own timer ending it (the same status). */
+export function isDeadlineStatus(err: unknown): boolean {
+  return isServiceError(err) && err.code === grpc.status.DEADLINE_EXCEEDED;
+}

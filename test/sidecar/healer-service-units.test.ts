@@ -9,6 +9,7 @@ import { Limiter } from "../../sidecar/relay/limiter.js";
 import type { ResolverDeps } from "../../sidecar/relay/resolve.js";
 import type { DriverConnection, DriverInfo } from "../../sidecar/driver/connection.js";
 import { DomainError } from "../../sidecar/errors.js";
+import { CallError } from "../../common/grpc/call-error.js";
 import type { CallContext } from "../../sidecar/server/context.js";
 import type { PersistentVolume, VolumeAttachment } from "../../sidecar/kube/api.js";
 import { HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
@@ -148,4 +149,26 @@ test("a joiner whose starter's shorter deadline ran out runs the call again on i
   const answer = await joiner;
   assert.equal(answer.message, "third", "the joiner's heal ran again, on its own deadline");
   assert.equal(d.calls.length, 3);
+});
+
+test("a joiner whose starter's deadline ran out runs the call again even when that deadline's timer fired a little before the clock reached it", async () => {
+  // Node's timers run on the event loop's cached clock: under load, a driver call's timer (ours
+  // or the driver's, from grpc-timeout) can end the call a few ms before Date.now() reaches its
+  // deadline. That is still the starter's time running out, not a failure of the driver's own.
+  for (const timedOut of [new CallError(grpc.status.DEADLINE_EXCEEDED, "deadline of 300 ms exceeded"), new DomainError("DeadlineExceeded", "driver call timed out")]) {
+    const d = fakeDriver(driverInfo());
+    const starterDeadline = Date.now() + 300;
+    d.answerWith((_c, n) =>
+      n === 1
+        ? new Promise((_, reject) => setTimeout(() => reject(timedOut), Math.max(0, starterDeadline - 20 - Date.now())))
+        : Promise.resolve({ result: Result.HEALED, health: { state: State.HEALTHY }, message: "on the joiner's time" }),
+    );
+    const service = createHealerService({ driver: d.driver, resolver: fakeResolver().deps, limiter: new Limiter(4, 4) });
+    const starter = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(starterDeadline)).catch((e: unknown) => e);
+    await waitFor("the driver call", () => d.calls.length === 1);
+    const joiner = await service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 5_000));
+    assert.equal(joiner.message, "on the joiner's time", timedOut.name);
+    assert.equal(d.calls.length, 2, "a second driver call, on the joiner's deadline");
+    assert.equal(await starter, timedOut, "the starter's own time was up: it gets the timeout");
+  }
 });
