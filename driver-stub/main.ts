@@ -43,6 +43,9 @@ try {
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
   say(`driver ${command.config.name}, boot id ${stub.bootId}`);
+  // By the stub's own clock, the one its call log uses: a reader that sees the next line late (a
+  // busy bench) still learns when the driver was back.
+  say(`sockets bound at ${Date.now()} ms since the epoch`);
   say("driver-stub ready");
 } catch (err) {
   warn(`failed to start: ${(err as Error).message}`);

@@ -269,7 +269,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   const restarted = await Promise.all(plugins.map(({ n, stub }) => restartDriverStub(stub, { state: fleetStubState(c.fleet, n, broken(c)) })));
   plugins = plugins.map((p, i) => ({ ...p, stub: restarted[i]! }));
   for (const p of plugins) env.cleanup.add(`restarted driver-stub of ${fleetNode(p.n)}`, () => p.stub.stop());
-  const backAt = plugins.map(({ stub }) => stub.proc.stdoutAt("driver-stub ready")!);
+  const backAt = plugins.map(({ stub }) => stub.readyAt);
   progress(`  restarted driver-stub pids ${plugins.map((p) => `pid ${p.stub.proc.child.pid}`).join(", ")}`);
   // The heal phase is timed from the drivers' call logs; this poll only finds its end. Each look
   // parses every driver's state file (60 KB, ~0.4 ms, for 500 volumes): every 25 ms that is CPU the

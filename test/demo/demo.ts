@@ -216,7 +216,7 @@ async function main(): Promise<number> {
     // The new driver process starts with every mount dead (restartDriverStub writes the state first).
     stub = await restartDriverStub(stub, { state: { volumes: Object.fromEntries(VOLUMES.map((v) => [v.handle, { ...DEAD_MOUNT }])) } });
     cleanup.add("restarted driver-stub", () => stub.stop());
-    const backAt = stub.proc.stdoutAt("driver-stub ready")!;
+    const backAt = stub.readyAt;
     for (const v of VOLUMES) rows.get(v.pv)!.restart = "ABNORMAL";
     story.line(`driver restarted: pid ${stub.proc.child.pid}; its state file says all ${VOLUMES.length} mounts are dead`);
     await sidecar.waitReadyz(200);

@@ -32,6 +32,8 @@ export interface CallFilter {
 export interface DriverStub {
   readonly name: string;
   readonly dir: string;
+  /** When the stub was ready (both sockets bound), by its own clock, as its call log's times. */
+  readonly readyAt: number;
   readonly addonsEndpoint: string;
   readonly addonsSocket: string;
   readonly csiEndpoint: string;
@@ -102,7 +104,7 @@ export async function startDriverStub(opts: DriverStubOptions = {}): Promise<Dri
     `--call-log=${callLogFile}`,
     ...(opts.extraArgs ?? []),
   ]);
-  const stub: DriverStub = {
+  const stub: Omit<DriverStub, "readyAt"> = {
     name,
     dir,
     addonsEndpoint: `unix://${addonsSocket}`,
@@ -145,7 +147,12 @@ export async function startDriverStub(opts: DriverStubOptions = {}): Promise<Dri
     await proc.stop();
     throw err;
   }
-  return stub;
+  const bound = /^sockets bound at (\d+) ms since the epoch$/m.exec(proc.stdout());
+  if (!bound) {
+    await proc.stop();
+    throw new Error(`driver-stub said it was ready without saying when its sockets were bound:\n${proc.stdout()}`);
+  }
+  return Object.assign(stub, { readyAt: Number(bound[1]) });
 }
 
 /**

@@ -13,8 +13,6 @@ export interface Proc {
   /** Everything the process wrote to stdout so far. */
   stdout(): string;
   stderr(): string;
-  /** Date.now() when the stdout chunk holding the first `text` arrived; undefined if not yet. */
-  stdoutAt(text: string): number | undefined;
   /** Resolves with the exit code (or signal name) once the process has exited. */
   readonly exited: Promise<number | string>;
   /** Waits until stdout+stderr contains `text` (or matches the regexp). */
@@ -44,12 +42,7 @@ function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.Proce
   });
   let out = "";
   let err = "";
-  /** Where each stdout chunk starts in `out`, and when it arrived. */
-  const arrivals: { offset: number; at: number }[] = [];
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-    arrivals.push({ offset: out.length, at: Date.now() });
-    out += d;
-  });
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
   const exited = new Promise<number | string>((resolve) =>
     child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
@@ -60,10 +53,6 @@ function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.Proce
     child,
     stdout: () => out,
     stderr: () => err,
-    stdoutAt(text) {
-      const i = out.indexOf(text);
-      return i < 0 ? undefined : arrivals.findLast((a) => a.offset <= i)?.at;
-    },
     exited,
     async waitForOutput(text, timeoutMs = 15_000) {
       const matches = () => {
