@@ -58,6 +58,7 @@ export function renderRestart(r: RestartResults): string {
     row("floor: the same heals straight to the driver(s)", (c) => ms(c.floor.wallMs)),
     row("drivers back -> last volume HEALED", (c) => ms(c.healer.backToLastHealedMs)),
     row("  ... / floor", (c) => x(c.healer.backToLastHealedMs / c.floor.wallMs)),
+    row("  ... / floor, each run (this column is the median)", (c) => c.runs?.map((r) => x(r.backToLastHealedMs / r.floorMs)).join(" ") ?? "one run"),
     row("first driver back -> last volume HEALED", (c) => ms(c.healer.firstBackToLastHealedMs)),
     row("heal phase: first heal at a driver -> last HEALED", (c) => ms(c.healer.healPhaseMs)),
     row("  ... / floor", (c) => x(c.healer.healPhaseMs / c.floor.wallMs)),

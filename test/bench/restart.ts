@@ -38,6 +38,8 @@ export interface RestartCase {
 
 export interface RestartResult extends RestartCase {
   volumes: number;
+  /** Every run of the case, when it was run more than once (this result is the median one). */
+  runs?: { floorMs: number; backToLastHealedMs: number }[];
   /** The same heals straight to the drivers, with the controller's bounds. */
   floor: { wallMs: number; peakDriverCalls: number; cpuMsPerHeal: { client: number; drivers: number } };
   healer: {
@@ -293,4 +295,13 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   await Promise.all(plugins.map(async ({ stub, sidecar }) => (await sidecar.stop(), await stub.stop())));
   await kube.stop();
   return result;
+}
+
+
+/** The run whose ratio (drivers back -> last HEALED, over the floor) is the median, with every run's beside it. */
+export function medianRun(runs: RestartResult[]): RestartResult {
+  const ratio = (r: RestartResult) => r.healer.backToLastHealedMs / r.floor.wallMs;
+  const sorted = [...runs].sort((a, b) => ratio(a) - ratio(b));
+  const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return runs.length === 1 ? median : { ...median, runs: runs.map((r) => ({ floorMs: r.floor.wallMs, backToLastHealedMs: r.healer.backToLastHealedMs })) };
 }

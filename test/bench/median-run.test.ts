@@ -1,0 +1,22 @@
+// The headline's restart cases are run three times in a full bench and the median run reported:
+// which run that is, and that every run's numbers stay beside it.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { medianRun, type RestartResult } from "./restart.js";
+
+const run = (floorMs: number, healedMs: number, tag: string) =>
+  ({ title: tag, floor: { wallMs: floorMs }, healer: { backToLastHealedMs: healedMs } }) as unknown as RestartResult;
+
+test("the run with the median ratio is reported, with every run's floor and heal time in the order they ran", () => {
+  const runs = [run(1000, 1900, "slow"), run(600, 700, "fast"), run(500, 700, "middle")];
+  const m = medianRun(runs);
+  assert.equal(m.title, "middle", "ratios 1.9, 1.17, 1.4: the median is 1.4");
+  assert.deepEqual(m.runs, [
+    { floorMs: 1000, backToLastHealedMs: 1900 },
+    { floorMs: 600, backToLastHealedMs: 700 },
+    { floorMs: 500, backToLastHealedMs: 700 },
+  ]);
+  const one = medianRun([run(500, 700, "only")]);
+  assert.equal(one.title, "only");
+  assert.equal(one.runs, undefined, "one run: nothing to show beside it");
+});
