@@ -131,9 +131,11 @@ async function onThisNode(
  * a volume without its attachment (the kubelet would not stage it: detached, or being detached);
  * one without attach, or with no CSIDriver known, an empty publish_context. So a driver that
  * attaches costs no CSIDriver read while its volumes are attached, and one known (within the
- * minute) to have no attach step costs no VolumeAttachment read. The one difference from the
- * kubelet, a VolumeAttachment left over for a driver whose CSIDriver now says false (made again
- * without attach) passing its metadata: such a driver has no attach step to read it.
+ * minute) to have no attach step costs no VolumeAttachment read. Two differences from the kubelet:
+ * with no CSIDriver known, a volume without an attachment still heals (DESIGN 4.4 step 4 takes
+ * volumesInUse alone for drivers without attach); and an attachment left over for a driver whose
+ * CSIDriver now says false (made again without attach) passes its metadata, which such a driver,
+ * having no attach step, does not read.
  */
 export async function fetchPublishContext(deps: ResolverDeps, vol: ResolvedVolume, signal: AbortSignal): Promise<Record<string, string>> {
   let va = vol.attachment;
