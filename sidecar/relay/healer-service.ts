@@ -21,7 +21,7 @@ import { Limiter } from "./limiter.js";
 import { isDnsSubdomain } from "./names.js";
 import { fetchPublishContext, fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
 import { SingleFlight } from "../util/single-flight.js";
-import { withDeadline } from "../util/deadline-signal.js";
+import { endedByDeadline, withDeadline } from "../util/deadline-signal.js";
 
 export interface HealerServiceDeps {
   driver: DriverConnection;
@@ -37,7 +37,7 @@ export interface HealerService {
 export function createHealerService(deps: HealerServiceDeps): HealerService {
   const flights = new SingleFlight<GetVolumeHealthResponse | HealVolumeResponse>();
   /** The deadline each running flight's work has, by key. */
-  const flightDeadlines = new Map<string, { deadline: number }>();
+  const flightDeadlines = new Map<string, Flight>();
 
   /** Steps 1-2, then a shared execution per (method, pv, mode) bounded by the caller's deadline. */
   async function serve<T extends GetVolumeHealthResponse | HealVolumeResponse>(
@@ -61,15 +61,16 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
     const deadline = ctx.deadline;
     for (;;) {
       const answer = flights.do(key, ctx.signal, (shared) => {
-        const flight = { deadline };
+        const flight: Flight = { deadline };
         flightDeadlines.set(key, flight);
         // The slot covers the Kubernetes reads too: a request that would be refused costs no API request.
-        return withDeadline(shared, deadline, (signal) => deps.limiter.run(() => work(driver, signal), signal)).finally(() => {
+        return withDeadline(shared, deadline, (signal) => ((flight.signal = signal), deps.limiter.run(() => work(driver, signal), signal))).finally(() => {
           if (flightDeadlines.get(key) === flight) flightDeadlines.delete(key);
         });
       });
       // The shared work (and the driver call) runs on the deadline of the caller that started it.
-      const ends = flightDeadlines.get(key)?.deadline ?? deadline;
+      const flight = flightDeadlines.get(key);
+      const ends = flight?.deadline ?? deadline;
       try {
         return (await answer) as T;
       } catch (err) {
@@ -80,7 +81,7 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
         // the error as well as by the clock: timers run on the event loop's cached clock, so under
         // load a driver call's (ours, or the driver's from grpc-timeout) can end it a few ms before
         // Date.now() reaches the deadline it was set for.
-        if (ends < deadline && (now >= ends || ranOutOfTime(err))) continue;
+        if (ends < deadline && (now >= ends || ranOutOfTime(err) || endedByDeadline(flight?.signal))) continue;
         throw err;
       }
     }
@@ -143,6 +144,12 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
       });
     },
   };
+}
+
+/** One shared execution: the deadline it runs on, and the signal withDeadline gave it. */
+interface Flight {
+  deadline: number;
+  signal?: AbortSignal;
 }
 
 /** A deadline's end, from the driver (its DEADLINE_EXCEEDED status) or from our own side. */

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
-import { withDeadline } from "../../sidecar/util/deadline-signal.js";
+import { endedByDeadline, withDeadline } from "../../sidecar/util/deadline-signal.js";
 
 const until = (signal: AbortSignal) => new Promise<unknown>((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
 
@@ -26,4 +26,17 @@ test("withDeadline: the deadline fires when it comes, not at once", async () => 
   const firedAt = await withDeadline(new AbortController().signal, deadline, (s) => until(s).then(() => Date.now()));
   // A timer never fires before its time; 20 ms for the event loop's clock, which may lag Date.now().
   assert.ok(firedAt >= deadline - 20, `fired ${deadline - firedAt} ms before the deadline`);
+});
+
+test("endedByDeadline: true for a signal its own deadline ended, false when the parent ended it first or nothing did", async () => {
+  const seen: AbortSignal[] = [];
+  const keep = (signal: AbortSignal) => (seen.push(signal), new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true })));
+  await withDeadline(new AbortController().signal, Date.now() + 20, keep);
+  const parent = new AbortController();
+  const byParent = withDeadline(parent.signal, Date.now() + 60_000, keep);
+  parent.abort(new DOMException("gone", "TimeoutError"));
+  await byParent;
+  await withDeadline(new AbortController().signal, Date.now() + 60_000, async (signal) => void seen.push(signal));
+  assert.deepEqual(seen.map((s) => endedByDeadline(s)), [true, false, false]);
+  assert.equal(endedByDeadline(undefined), false);
 });

@@ -172,3 +172,25 @@ test("a joiner whose starter's deadline ran out runs the call again even when th
     assert.equal(await starter, timedOut, "the starter's own time was up: it gets the timeout");
   }
 });
+
+test("a joiner gets its own driver call also when the starter's deadline timer cut the shared call before the clock reached the deadline (the cut driver call answers CANCELLED)", async (t) => {
+  // setTimeout alone is mocked: ticking it fires the shared call's deadline timer while Date.now()
+  // is still far from that deadline, as an event loop's stale clock can under load.
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const d = fakeDriver(driverInfo());
+  d.answerWith((c, n) =>
+    n === 1
+      ? new Promise((_, reject) => c.signal!.addEventListener("abort", () => reject(new CallError(grpc.status.CANCELLED, "call cancelled")), { once: true }))
+      : Promise.resolve({ result: Result.HEALED, health: { state: State.HEALTHY }, message: "on the joiner's time" }),
+  );
+  const service = createHealerService({ driver: d.driver, resolver: fakeResolver().deps, limiter: new Limiter(4, 4) });
+  const never = () => new AbortController().signal;
+  const starter = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 60_000, never())).catch((e: unknown) => e);
+  while (d.calls.length < 1) await new Promise(setImmediate);
+  const joiner = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 120_000, never()));
+  await new Promise(setImmediate);
+  t.mock.timers.tick(60_001);
+  assert.equal((await joiner).message, "on the joiner's time");
+  assert.equal(d.calls.length, 2, "a second driver call, on the joiner's deadline");
+  assert.ok(await starter instanceof CallError, "the starter's own call was cut: its answer is the driver call's");
+});
