@@ -10,7 +10,7 @@ import {
 } from "../../proto/gen/identity/identity.js";
 import type { Logger } from "../../common/log/logger.js";
 import type { MethodDef } from "../../common/grpc/call-error.js";
-import { grpcCodeName, isServiceError } from "./unary.js";
+import { grpcCodeName, isDeadlineStatus, isServiceError } from "./unary.js";
 import { DriverChannel, type ChannelState } from "./h2-channel.js";
 import { delay } from "../../common/util/delay.js";
 import { SocketWatch } from "./socket-watch.js";
@@ -213,7 +213,7 @@ export class DriverConnection extends EventEmitter<Events> {
       if (res.ready !== false) return true;
       if (attempt === 1 || attempt % 10 === 0) this.opts.logger.info("driver not ready yet (Probe ready=false)", { attempt });
     } catch (err) {
-      if (!isServiceError(err) || err.code !== grpcStatus.DEADLINE_EXCEEDED) throw err;
+      if (!isDeadlineStatus(err)) throw err;
       this.opts.logger.info("driver Probe timed out; retrying", { attempt });
     }
     return false;

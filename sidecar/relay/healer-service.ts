@@ -36,7 +36,7 @@ export interface HealerService {
 
 export function createHealerService(deps: HealerServiceDeps): HealerService {
   const flights = new SingleFlight<GetVolumeHealthResponse | HealVolumeResponse>();
-  /** The deadline each running flight's work has, by key. */
+  /** Each running flight's deadline and signal, by key. */
   const flightDeadlines = new Map<string, Flight>();
 
   /** Steps 1-2, then a shared execution per (method, pv, mode) bounded by the caller's deadline. */

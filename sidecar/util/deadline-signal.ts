@@ -3,9 +3,6 @@
 // AbortSignal.timeout(ms)]), which per call makes two more signals that the composite keeps
 // through weak references until a GC (relay-profile.md: AbortSignal/EventTarget ~5% of busy time):
 // here one controller, one timer, both released as soon as the work settles.
-/** The signals withDeadline's own timer ended (endedByDeadline). */
-const endedAtDeadline = new WeakSet<AbortSignal>();
-
 export async function withDeadline<T>(parent: AbortSignal, deadline: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   if (!Number.isFinite(deadline)) return fn(parent);
   const ac = new AbortController();
@@ -31,6 +28,9 @@ export async function withDeadline<T>(parent: AbortSignal, deadline: number, fn:
  * Whether `withDeadline`'s deadline ended `signal` (not its parent). Work it cut may fail with
  * anything (a driver call it cancels answers CANCELLED); this says time ran out.
  */
+/** The signals withDeadline's own timer ended. */
+const endedAtDeadline = new WeakSet<AbortSignal>();
+
 export function endedByDeadline(signal: AbortSignal | undefined): boolean {
   return signal !== undefined && endedAtDeadline.has(signal);
 }

@@ -22,8 +22,8 @@ export class TtlCache<V> {
   get(key: string, load: (signal: AbortSignal) => Promise<V>, signal: AbortSignal = NEVER): Promise<V> {
     // Gone already: not answered, even from the cache, and refused as the load path refuses it (SingleFlight).
     if (signal.aborted) return Promise.reject(cancelledBy(signal));
-    const hit = this.entries.get(key);
-    if (hit && Date.now() - hit.at < this.ttlMs) return Promise.resolve(hit.value);
+    const hit = this.fresh(key);
+    if (hit) return Promise.resolve(hit.value);
     return this.loads.do(key, signal, async (shared) => {
       const at = Date.now();
       const value = await load(shared);
@@ -34,8 +34,12 @@ export class TtlCache<V> {
 
   /** The value kept for `key` if it is still fresh; never loads (undefined also when nothing is kept). */
   peek(key: string): V | undefined {
+    return this.fresh(key)?.value;
+  }
+
+  private fresh(key: string): { at: number; value: V } | undefined {
     const hit = this.entries.get(key);
-    return hit && Date.now() - hit.at < this.ttlMs ? hit.value : undefined;
+    return hit && Date.now() - hit.at < this.ttlMs ? hit : undefined;
   }
 
   private remember(key: string, at: number, value: V): void {

@@ -297,7 +297,6 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   return result;
 }
 
-
 /** The run whose ratio (drivers back -> last HEALED, over the floor) is the median, with every run's beside it. */
 export function medianRun(runs: RestartResult[]): RestartResult {
   const ratio = (r: RestartResult) => r.healer.backToLastHealedMs / r.floor.wallMs;

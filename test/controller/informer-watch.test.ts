@@ -6,7 +6,7 @@
 // TCP keepalives) is given up, so a restart marker written meanwhile still reaches the cache.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { join } from "node:path";
@@ -16,6 +16,7 @@ import { pvInformer } from "../../controller/kube/cluster.js";
 import { Informer, type WatchBounds } from "../../controller/kube/informer.js";
 import type { Logger } from "../../common/log/logger.js";
 import { startKubeApi, type KubeApi } from "../kube/server.js";
+import { editKubeconfig, type KubeconfigJson } from "../kube/kubeconfig.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { pv } from "../support/fixtures.js";
 import { tempDir } from "../support/proc.js";
@@ -34,12 +35,8 @@ after(async () => {
 });
 
 /** The admin kubeconfig, changed by `edit` (its cluster and user entries). */
-function kubeconfig(name: string, edit: (c: { clusters: { cluster: Record<string, unknown> }[]; users: { user: Record<string, unknown> }[] }) => void): string {
-  const config = JSON.parse(readFileSync(api.kubeconfigPath, "utf8"));
-  edit(config);
-  const path = join(dir, name);
-  writeFileSync(path, JSON.stringify(config));
-  return path;
+function kubeconfig(name: string, edit: (c: KubeconfigJson) => void): string {
+  return editKubeconfig(api.kubeconfigPath, join(dir, name), edit);
 }
 
 /** A PV informer as cluster.ts builds one, with the given watch bounds. */

@@ -15,6 +15,7 @@ import { KeepAliveAgents } from "../../controller/kube/keep-alive.js";
 import type { H2Connection } from "../../common/kube/h2-connection.js";
 import { startKubeApi, type KubeApi } from "../kube/server.js";
 import { selfSignedCert } from "../kube/tls.js";
+import { editKubeconfig } from "../kube/kubeconfig.js";
 import { startTs, tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
 
@@ -149,12 +150,8 @@ test("Events go out as plain JSON requests: a refusal is a KubeRequestError nami
 test("Event writes check the API server's certificate against the kubeconfig's CA: another CA's is refused, insecure-skip-tls-verify reaches it", async (t) => {
   const dir = tempDir("kube-ca-");
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const edited = (name: string, change: (cluster: Record<string, unknown>) => void) => {
-    const config = JSON.parse(readFileSync(api.kubeconfigPath, "utf8")) as { clusters: { cluster: Record<string, unknown> }[] };
-    change(config.clusters[0]!.cluster);
-    writeFileSync(join(dir, name), JSON.stringify(config));
-    return loadKubeConfig(join(dir, name));
-  };
+  const edited = (name: string, change: (cluster: Record<string, unknown>) => void) =>
+    loadKubeConfig(editKubeconfig(api.kubeconfigPath, join(dir, name), (c) => change(c.clusters[0]!.cluster)));
   const stranger = await selfSignedCert();
   const misled = createKubeWrites(edited("stranger-ca.json", (c) => (c["certificate-authority-data"] = stranger.caData)));
   await assert.rejects(misled.createEvent("default", pvEvent(300), AbortSignal.timeout(5_000)), (err: unknown) => {

@@ -173,7 +173,8 @@ test("a joiner whose starter's deadline ran out runs the call again even when th
   }
 });
 
-test("a joiner gets its own driver call also when the starter's deadline timer cut the shared call before the clock reached the deadline (the cut driver call answers CANCELLED)", async (t) => {
+// setTimeout is mocked, so waitFor cannot be used: the test's own timeout bounds the wait instead.
+test("a joiner gets its own driver call also when the starter's deadline timer cut the shared call before the clock reached the deadline (the cut driver call answers CANCELLED)", { timeout: 10_000 }, async (t) => {
   // setTimeout alone is mocked: ticking it fires the shared call's deadline timer while Date.now()
   // is still far from that deadline, as an event loop's stale clock can under load.
   t.mock.timers.enable({ apis: ["setTimeout"] });
@@ -187,8 +188,8 @@ test("a joiner gets its own driver call also when the starter's deadline timer c
   const never = () => new AbortController().signal;
   const starter = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 60_000, never())).catch((e: unknown) => e);
   while (d.calls.length < 1) await new Promise(setImmediate);
+  // Joins at once: serve() reaches the single flight before its first await.
   const joiner = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 120_000, never()));
-  await new Promise(setImmediate);
   t.mock.timers.tick(60_001);
   assert.equal((await joiner).message, "on the joiner's time");
   assert.equal(d.calls.length, 2, "a second driver call, on the joiner's deadline");
