@@ -8,7 +8,7 @@ import type { Limiter } from "../relay/limiter.js";
 import type { SecretCache } from "../relay/secret-cache.js";
 import type { CallContext } from "../server/context.js";
 import { requireCapability, type Need } from "./capabilities.js";
-import { withDeadline } from "../util/deadline-signal.js";
+import { endedByDeadline, withDeadline } from "../util/deadline-signal.js";
 
 export interface UpstreamDeps {
   driver: DriverConnection;
@@ -30,10 +30,17 @@ export async function relay<T>(deps: UpstreamDeps, ctx: CallContext, need: Need,
   if (!deps.driver.ready || !driver) throw unavailable("driver is not connected or not ready");
   requireCapability(driver, need);
   const deadline = ctx.deadline;
+  let bounded: AbortSignal | undefined;
   try {
-    return await withDeadline(ctx.signal, deadline, (signal) => deps.limiter.run(() => work({ driver, signal, deadline }), signal));
+    return await withDeadline(ctx.signal, deadline, (signal) => {
+      bounded = signal;
+      return deps.limiter.run(() => work({ driver, signal, deadline }), signal);
+    });
   } catch (err) {
-    if (Date.now() >= deadline) throw deadlineExceeded(`deadline exceeded while serving ${ctx.method}`);
+    // The deadline timer can fire a few ms before Date.now() reaches the deadline (timers run on
+    // the event loop's cached clock); the driver call it cut then answers CANCELLED. Either way the
+    // caller's time ran out, and that is what it and the metrics must see.
+    if (Date.now() >= deadline || endedByDeadline(bounded)) throw deadlineExceeded(`deadline exceeded while serving ${ctx.method}`);
     throw err;
   }
 }

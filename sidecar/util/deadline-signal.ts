@@ -24,12 +24,13 @@ export async function withDeadline<T>(parent: AbortSignal, deadline: number, fn:
   }
 }
 
+/** The signals withDeadline's own timer ended. */
+const endedAtDeadline = new WeakSet<AbortSignal>();
+
 /**
  * Whether `withDeadline`'s deadline ended `signal` (not its parent). Work it cut may fail with
  * anything (a driver call it cancels answers CANCELLED); this says time ran out.
  */
-/** The signals withDeadline's own timer ended. */
-const endedAtDeadline = new WeakSet<AbortSignal>();
 
 export function endedByDeadline(signal: AbortSignal | undefined): boolean {
   return signal !== undefined && endedAtDeadline.has(signal);
