@@ -6,7 +6,8 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createConnection } from "node:net";
+import type { EventEmitter } from "node:events";
+import { createConnection, type Socket } from "node:net";
 import { X509Certificate } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
@@ -83,13 +84,18 @@ test("files missing, not required: a self-signed pair for the pod's name at once
   assert.deepEqual(s.told.map((t) => t.source), ["self-signed", "files"]);
 });
 
-test("files missing and required: no credentials, an error naming both files", async () => {
+test("files missing and required: no credentials, an error naming both files, no timer left re-reading them", async (t) => {
   const f = files();
+  const started = t.mock.method(globalThis, "setInterval");
+  const stopped = t.mock.method(globalThis, "clearInterval");
   await assert.rejects(serve({ ...f, requireFiles: true }), (e: unknown) => {
     assert.ok(e instanceof TlsFilesError);
     assert.equal(e.message, `TLS certificate files ${f.certFile}, ${f.keyFile} are not usable (ENOENT) and --require-tls-files is set`);
     return true;
   });
+  const timers = started.mock.calls.map((c) => c.result);
+  assert.equal(timers.length, 1, "the files' refresh timer");
+  assert.ok(stopped.mock.calls.some((c) => c.arguments[0] === timers[0]), "stopped with the refusal");
 });
 
 test("a rotation caught half-way (a new certificate beside the old key) is not served; the whole new pair is", async () => {
@@ -116,27 +122,36 @@ test("TLS off: insecure credentials, nothing loaded", async () => {
   tls.close();
 });
 
-test("the files' refresh timer does not keep the process alive", async () => {
+test("the files' refresh timer looks every 10 s unless told otherwise, and does not keep the process alive", async (t) => {
   const f = files();
   f.write(await pair("timer"));
   const { logger } = captureLogger("debug");
   const ticking = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
   const before = ticking();
-  const tls = await serverCredentials({ enableTls: true, certFile: f.certFile, keyFile: f.keyFile, commonName: "x", logger, refreshMs: 60_000 });
+  const started = t.mock.method(globalThis, "setInterval");
+  const tls = await serverCredentials({ enableTls: true, certFile: f.certFile, keyFile: f.keyFile, commonName: "x", logger });
   try {
+    assert.deepEqual(started.mock.calls.map((c) => c.arguments[1]), [10_000]);
     assert.equal(ticking(), before, "unref'd");
   } finally {
     tls.close();
   }
 });
 
-test("refused connections: watched on a TLS port (a plaintext client is told as such), not on a plaintext one", async () => {
+test("refused connections: watched on a TLS port (a plaintext client is told as such, a TCP probe not at all), not on a plaintext one", async () => {
   const f = files();
   f.write(await pair("refusing"));
   const s = await serve(f);
   const refused: string[] = [];
   const peers: string[] = [];
   assert.equal(watchRefusedConnections(s.server, (reason, peer) => void (refused.push(reason), peers.push(peer))), true);
+  // A TCP probe (a kubelet's tcpSocket check, a port scan) connects and closes without a byte.
+  // The server fails its handshake too; it is seen closed on the server's side before anything else.
+  let closedOnServer = 0;
+  const http2 = [...(s.server as unknown as { http2Servers: Map<EventEmitter, unknown> }).http2Servers.keys()][0]!;
+  http2.on("connection", (raw: Socket) => raw.on("close", () => closedOnServer++));
+  const probe = createConnection({ host: "127.0.0.1", port: s.port }, () => probe.end());
+  await waitFor("the probe closed on the server's side", () => closedOnServer === 1);
   const plain = new grpc.Server();
   cleanups.push(() => plain.forceShutdown());
   await bindServer(plain, "127.0.0.1:0", grpc.ServerCredentials.createInsecure());
@@ -149,5 +164,6 @@ test("refused connections: watched on a TLS port (a plaintext client is told as 
   const hasty = createConnection({ host: "127.0.0.1", port: s.port }, () => hasty.end("GET / HTTP/1.1\r\nHost: x\r\n\r\n", () => hasty.destroy()));
   hasty.on("error", () => {});
   await waitFor("the second refusal", () => refused.length === 2);
+  assert.deepEqual(refused, ["plaintext", "plaintext"], "the probe is not among them");
   for (const peer of peers) assert.match(peer, /^127\.0\.0\.1:\d+$/, "the client's address, taken when it connected");
 });

@@ -213,12 +213,16 @@ function logged(level = "debug") {
 
 test("call log: a change served is logged at info with the call's fields; a routine read only at debug", async () => {
   const info = logged("info");
-  await info.mw({}, ctxOf(HEAL, info.logger), async () => ({}));
+  const started = performance.now();
+  await info.mw({}, ctxOf(HEAL, info.logger), () => new Promise((answer) => setTimeout(() => answer({}), 20)));
+  const took = (performance.now() - started) / 1000;
   await info.mw({}, ctxOf(HEALTH, info.logger), async () => ({}));
   await info.mw({}, ctxOf("/identity.Identity/Probe", info.logger), async () => ({}));
   assert.equal(info.lines.length, 1);
   const line = info.lines[0]!;
-  assert.equal(typeof line["duration"], "number");
+  const duration = line["duration"] as number;
+  // In seconds, the handler's 20 ms and no more than the whole call took (a timer may fire a ms early).
+  assert.ok(duration >= 0.018 && duration <= took + 0.001, `duration ${duration} s of a call that took ${took} s`);
   assert.deepEqual({ ...line, duration: 0 }, { level: "info", message: "call served", method: HEAL, pv: "pv-1", user: "system:serviceaccount:csi:healer", duration: 0, code: "OK" });
 
   const debug = logged("debug");
