@@ -82,8 +82,8 @@ async function pendingDeletion(): Promise<void> {
 
 const placed = (m: CSIAddonsNodeManager) => waitFor("the CSIAddonsNode in place", () => m.presence.condition.ok);
 
-test("placed and left alone: no write while nothing changes, however often the API confirms it", async () => {
-  const { m, callsOf } = manager(300);
+test("placed and left alone: no write while nothing changes, however often the API confirms it; the one create logged", async () => {
+  const { m, lines, callsOf } = manager(300);
   m.setDriver(DRIVER);
   await placed(m);
   const rv = stored()!.metadata.resourceVersion;
@@ -94,6 +94,8 @@ test("placed and left alone: no write while nothing changes, however often the A
   assert.equal(callsOf("replaceCSIAddonsNode").length, 0);
   assert.equal(stored()!.metadata.resourceVersion, rv);
   assert.ok(m.presence.condition.ok);
+  const writes = lines.filter((l) => /^(created|updated) CSIAddonsNode$/.test(String(l["message"])));
+  assert.deepEqual(writes.map((l) => [l["level"], l["message"], l["name"], l["namespace"]]), [["info", "created CSIAddonsNode", CSI_ADDONS_NODE_NAME, NAMESPACE]]);
 });
 
 test("its loops started once however often the driver connects before the object is placed (the Pod read once, one watch)", async () => {
@@ -173,6 +175,35 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
   const again = await waitFor("recreated", () => (stored() && stored()!.metadata.uid !== first.metadata.uid ? stored() : undefined));
   // Read before creating: with the old uid the garbage collector would delete it again.
   assert.deepEqual(again.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+});
+
+test("adopted by a DaemonSet of another name after a deletion: made at once under the name of the owner the Pod has now, not at the next periodic check", async () => {
+  // The periodic check every 40 s: only the reconcile itself can make the object in time.
+  const { m } = manager(120_000);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const p = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
+  const renamed = `${DAEMONSET}-v2`;
+  const newName = CSI_ADDONS_NODE_NAME.replace(`-daemonset-${DAEMONSET}`, `-daemonset-${renamed}`);
+  try {
+    // The old DaemonSet deleted with --cascade=orphan, a new one of another name adopts its pods;
+    // the garbage collector deletes the CSIAddonsNode the old one owned.
+    const uid = "5f0c7c1e-1111-4a4a-9d9d-0000000000a2";
+    await api.create({ ...daemonSet(), metadata: { ...(daemonSet()["metadata"] as Obj), name: renamed, uid } });
+    const ref = (pod()["metadata"] as Obj)["ownerReferences"][0] as Obj;
+    api.update({ ...p, metadata: { ...p.metadata, ownerReferences: [{ ...ref, name: renamed, uid }] } });
+    api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+
+    const made = await waitFor("made under the new name", () => api.get(CAN, "CSIAddonsNode", NAMESPACE, newName) as Obj | undefined);
+    assert.deepEqual(made.metadata.ownerReferences.map((o: Obj) => [o.name, o.uid]), [[renamed, uid]]);
+    await placed(m);
+    assert.equal(stored(), undefined, "nothing left under the old name");
+  } finally {
+    const now = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
+    api.update({ ...now, metadata: { ...now.metadata, ownerReferences: p.metadata.ownerReferences } });
+    api.delete("apps/v1", "DaemonSet", NAMESPACE, renamed);
+    if (api.get(CAN, "CSIAddonsNode", NAMESPACE, newName)) api.delete(CAN, "CSIAddonsNode", NAMESPACE, newName);
+  }
 });
 
 /** A CSIAddonsNode of another driver under our name: its immutable spec.driver.name makes our update a 422. */
@@ -321,6 +352,8 @@ test("a watch too far behind (410 Gone) starts over from a fresh read and write"
   await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1);
   await waitFor("watching again from the new write", () => callsOf("watchCSIAddonsNode").length >= 3);
   assert.equal(callsOf("getCSIAddonsNode").length, 2);
+  const updated = lines.filter((l) => l["message"] === "updated CSIAddonsNode");
+  assert.deepEqual(updated.map((l) => [l["level"], l["name"], l["namespace"]]), [["info", CSI_ADDONS_NODE_NAME, NAMESPACE]]);
   assert.ok(m.presence.condition.ok);
   // A watch tried while the server was down may have failed; the 410 is not such an error.
   assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting" && /^410 /.test(String(l["reason"]))), "410 is not an error to back off from");
