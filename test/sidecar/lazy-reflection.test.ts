@@ -9,10 +9,9 @@ import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { addLazyReflection } from "../../sidecar/server/lazy-reflection.js";
 import { bindServer } from "../../sidecar/server/grpc-server.js";
+import { reflectionStub } from "../support/reflection.js";
 
-const resolve = createRequire(import.meta.url).resolve;
-const reflectionProto = resolve("@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
-const healthProto = resolve("grpc-health-check/proto/health/v1/health.proto");
+const healthProto = createRequire(import.meta.url).resolve("grpc-health-check/proto/health/v1/health.proto");
 
 let loads = 0;
 const server = new grpc.Server();
@@ -21,8 +20,7 @@ addLazyReflection(server, async () => {
   return new ReflectionService(protoLoader.loadSync(healthProto, { keepCase: true }), { services: ["grpc.health.v1.Health"] });
 });
 const port = await bindServer(server, "127.0.0.1:0", grpc.ServerCredentials.createInsecure());
-const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(reflectionProto, { keepCase: true })) as any;
-const client = new pkg.grpc.reflection.v1.ServerReflection(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+const client = reflectionStub(`127.0.0.1:${port}`);
 after(() => {
   client.close();
   server.forceShutdown();

@@ -184,7 +184,7 @@ test("adopted by a DaemonSet of another name after a deletion: made at once unde
   await placed(m);
   const p = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
   const renamed = `${DAEMONSET}-v2`;
-  const newName = CSI_ADDONS_NODE_NAME.replace(`-daemonset-${DAEMONSET}`, `-daemonset-${renamed}`);
+  const newName = `${NODE}-${NAMESPACE}-daemonset-${renamed}`;
   try {
     // The old DaemonSet deleted with --cascade=orphan, a new one of another name adopts its pods;
     // the garbage collector deletes the CSIAddonsNode the old one owned.

@@ -11,10 +11,15 @@ export interface Reflection {
   close(): void;
 }
 
-export function reflectionClient(address: string): Reflection {
+/** The reflection v1 service's generic client (field names as the .proto spells them), for tests that drive a stream themselves. */
+export function reflectionStub(address: string): any {
   const file = createRequire(import.meta.url).resolve("@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto");
   const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(file, { keepCase: true })) as any;
-  const client = new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
+  return new pkg.grpc.reflection.v1.ServerReflection(address, grpc.credentials.createInsecure());
+}
+
+export function reflectionClient(address: string): Reflection {
+  const client = reflectionStub(address);
   const ask = (request: Record<string, string>) =>
     new Promise<any>((resolve, reject) => {
       const stream = client.ServerReflectionInfo({ deadline: Date.now() + 5000 });
