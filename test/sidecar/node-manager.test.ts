@@ -298,6 +298,81 @@ test("its watch failing, the periodic check alone (every third of the bound) kee
   await waitFor("the endpoint put back by the periodic check", () => stored()!.spec.driver.endpoint === ENDPOINT);
 });
 
+/**
+ * The real API, but the object's watch stays open and says nothing (a proxy that stalls the stream):
+ * only the periodic check can see what changes.
+ */
+function stalledWatch(over: KubeApi): KubeApi {
+  return new Proxy(over, {
+    get(target, prop, receiver) {
+      if (prop !== "watchCSIAddonsNode") return Reflect.get(target, prop, receiver) as unknown;
+      return () => ({ signal }: { signal: AbortSignal }) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    },
+  });
+}
+
+test("its watch stalled (open, silent), the periodic check alone finds the object changed and puts it back, and finds it being deleted and says so", async () => {
+  const { m } = manager(300, stalledWatch(real));
+  m.setDriver(DRIVER);
+  await placed(m);
+  const cur = stored()!;
+  api.update({ ...cur, spec: { driver: { ...cur.spec.driver, endpoint: "pod://elsewhere.csi:9070" } } });
+  await waitFor("the endpoint put back", () => stored()!.spec.driver.endpoint === ENDPOINT);
+
+  const now = stored()!;
+  api.update({ ...now, metadata: { ...now.metadata, finalizers: ["csiaddons.openshift.io/node"] } });
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("not ready while it is being deleted", () => !m.presence.condition.ok);
+  assert.match(m.presence.condition.reason, /being deleted/);
+});
+
+test("the periodic check finding the Pod's owner made again (same name, new uid) puts the object under it at once, not one check later", async () => {
+  // Checks every 500 ms, the watch silent: a change of owner is seen by a check only.
+  const { m, methods } = manager(1_500, stalledWatch(real));
+  m.setDriver(DRIVER);
+  await placed(m);
+  const from = methods().length;
+  // The DaemonSet deleted with --cascade=orphan and made again; its pods adopted. No garbage
+  // collector has deleted the object yet: it only needs the new owner.
+  api.delete("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET);
+  const newUid = "5f0c7c1e-1111-4a4a-9d9d-0000000000b3";
+  await api.create({ ...daemonSet(), metadata: { ...(daemonSet()["metadata"] as Obj), uid: newUid } });
+  const p = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
+  const ref = (pod()["metadata"] as Obj)["ownerReferences"][0] as Obj;
+  api.update({ ...p, metadata: { ...p.metadata, ownerReferences: [{ ...ref, uid: newUid }] } });
+
+  await waitFor("owned by the new DaemonSet", () => stored()!.metadata.ownerReferences.some((o: Obj) => o.uid === newUid));
+  assert.deepEqual(stored()!.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+  const calls = methods().slice(from);
+  const replaced = calls.indexOf("replaceCSIAddonsNode");
+  // The check's read of the Pod that saw the new owner, then the reconcile's read and write; a
+  // check that waited for its next round would read the Pod and the object once more first.
+  assert.deepEqual(calls.slice(replaced - 2, replaced + 1), ["getPod", "getCSIAddonsNode", "replaceCSIAddonsNode"]);
+});
+
+test("events through the watch confirm the object while the periodic check's reads fail: ready past the bound", async () => {
+  const { m, callsOf } = manager(300);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const changes: boolean[] = [];
+  m.presence.on("change", (c) => void changes.push(c.ok));
+  api.faults.failNext(100_000, 500, { verb: "get", resource: "csiaddonsnodes" });
+  const from = callsOf("getCSIAddonsNode").length;
+  // Someone else (the upstream controller) labels the object every 50 ms: each change an event.
+  let beat = 0;
+  const writer = setInterval(() => {
+    const cur = stored()!;
+    api.update({ ...cur, metadata: { ...cur.metadata, labels: { ...cur.metadata.labels, beat: String(++beat) } } });
+  }, 50);
+  try {
+    await waitFor("six failed periodic checks (two bounds)", () => callsOf("getCSIAddonsNode").length >= from + 6);
+  } finally {
+    clearInterval(writer);
+  }
+  assert.deepEqual(changes, [], "ready all along: the events are the API confirming it");
+  assert.equal(callsOf("replaceCSIAddonsNode").length, 0, "another's label is no change to put right");
+});
+
 test("while the reconcile waits out a pending deletion, the periodic check leaves it alone", async () => {
   await pendingDeletion();
   const { m, callsOf } = manager(300);

@@ -82,9 +82,10 @@ test("owner: a DaemonSet's pod names the DaemonSet and is owned by it", async ()
 });
 
 test("owner: a Deployment's pod names the Deployment (not its ReplicaSet, which every rollout changes) and is owned by the Pod", async () => {
+  // A Deployment that only refers to the ReplicaSet (it does not control it) does not name it.
   const kube = kubeOf({
     pods: { p: { uid: "pod-uid", ownerReferences: [ctl("ReplicaSet", "ctrl-7d9f", "rs-uid")] } },
-    replicaSets: { "ctrl-7d9f": { ownerReferences: [{ ...ctl("Other", "x", "o-uid"), controller: false }, ctl("Deployment", "ctrl", "dep-uid")] } },
+    replicaSets: { "ctrl-7d9f": { ownerReferences: [{ ...ctl("Deployment", "old-ctrl", "o-uid"), controller: false }, ctl("Deployment", "ctrl", "dep-uid")] } },
   });
   assert.deepEqual(await resolvePodOwner(kube, "csi", "p", AbortSignal.timeout(1000)), {
     kind: "Deployment",
