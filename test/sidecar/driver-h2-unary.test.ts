@@ -311,8 +311,8 @@ test("a deadline past what milliseconds can say in 8 digits (~28 h) is sent in s
   assert.ok(m && Number(m[1]) > 199_990 && Number(m[1]) <= 200_000, `grpc-timeout ${timeout}`);
 });
 
-test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the initial wait again after a connection that worked; a socket change between dials dials at once and starts over at 10 ms, one during a dial redials at once if it fails; a change while connected changes nothing", async () => {
-  // The waits are recorded, and each ends when the test says (fire()), not when its time is up.
+/** The channel's waits between dials, recorded; each ends when the test says (fire()), not when its time is up. */
+function recordedWaits() {
   const waits: number[] = [];
   const running = new Map<NodeJS.Timeout, () => void>();
   const timers = {
@@ -330,6 +330,11 @@ test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the ini
     running.clear();
     for (const dial of dials) dial();
   };
+  return { waits, timers, fire };
+}
+
+test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the initial wait again after a connection that worked; a socket change between dials dials at once and starts over at 10 ms, one during a dial redials at once if it fails; a change while connected changes nothing", async () => {
+  const { waits, timers, fire } = recordedWaits();
   // The constructor's own dial is made before anyone listens: the count is of the dials after it.
   const { socket, channel, seen: dials } = channelToNobody({ initial: 1_000, max: 5_000 }, "connecting", timers);
   const within = (ms: number, nominal: number) => ms >= nominal * 0.8 - 1e-9 && ms <= nominal * 1.2 + 1e-9;
@@ -368,6 +373,20 @@ test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the ini
   await waitFor("the wait after the lost connection", () => waits.length === 9);
   assert.ok(within(waits[8]!, 1_000), `after a connection that worked: ${waits[8]} ms`);
   assert.equal(dials.count, 9, "no dial before the wait is over");
+});
+
+test("the jitter spans the whole ±20 %: the lowest draw waits 0.8x, the highest 1.2x", async (t) => {
+  // Spread over the whole band, sidecars that lost one driver do not dial it again in step.
+  const draws = [0, 1 - 1e-12];
+  t.mock.method(Math, "random", () => draws[Math.min(waits.length, 1)]!);
+  const { waits, timers, fire } = recordedWaits();
+  channelToNobody({ initial: 1_000, max: 5_000 }, "connecting", timers);
+  await waitFor("the first wait", () => waits.length === 1);
+  fire();
+  await waitFor("the second wait", () => waits.length === 2);
+  t.mock.restoreAll();
+  assert.ok(Math.abs(waits[0]! - 800) < 1e-6, `lowest draw: ${waits[0]} ms`);
+  assert.ok(Math.abs(waits[1]! - 1_920) < 1e-6, `highest draw: ${waits[1]} ms`);
 });
 
 /** A peer that takes the connection on a fresh socket and never says a word (no HTTP/2 SETTINGS). */
