@@ -50,6 +50,8 @@ export interface DriverConnectionOptions {
   waitLogIntervalMs?: number;
   /** Backoff between dial attempts (default 100 ms growing to RETRY_MS). */
   reconnectBackoffMs?: { initial: number; max: number };
+  /** Wait after a failed handshake and between Probes that say not ready (default RETRY_MS). */
+  retryMs?: number;
 }
 
 const RETRY_MS = 1000;
@@ -148,7 +150,7 @@ export class DriverConnection extends EventEmitter<Events> {
           this.emit("down", String(err));
         }
         log.warn("driver handshake failed; retrying", { socket: this.opts.socketPath, error: describe(err) });
-        await delay(RETRY_MS, this.stop.signal);
+        await delay(this.opts.retryMs ?? RETRY_MS, this.stop.signal);
       }
     }
   }
@@ -219,10 +221,10 @@ export class DriverConnection extends EventEmitter<Events> {
     return false;
   }
 
-  /** After a first Probe that said not ready: probe every RETRY_MS until ready. */
+  /** After a first Probe that said not ready: probe every retryMs until ready. */
   private async probeUntilReady(): Promise<void> {
     for (let attempt = 2; ; attempt++) {
-      await delay(RETRY_MS, this.stop.signal);
+      await delay(this.opts.retryMs ?? RETRY_MS, this.stop.signal);
       if (this.stop.signal.aborted || (await this.probe(attempt))) return;
     }
   }
