@@ -1,6 +1,7 @@
 // The auth middleware when the Kubernetes API cannot answer: the caller gets UNAVAILABLE saying
 // what the API said (its status and reason, or that it was unreachable), and the failure is not
-// remembered: the next call asks the API again. The API here is a fake of the two review calls.
+// remembered: the next call asks the API again; a decision is, for many callers at once. The API
+// here is a fake of the two review calls.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Metadata } from "@grpc/grpc-js";
@@ -10,9 +11,9 @@ import { KubeError, type KubeApi } from "../../sidecar/kube/api.js";
 import type { CallContext } from "../../sidecar/server/context.js";
 import { captureLogger } from "../support/capture-logger.js";
 
-function call(): CallContext {
+function call(token = "caller-token"): CallContext {
   const metadata = new Metadata();
-  metadata.set("authorization", "Bearer caller-token");
+  metadata.set("authorization", `Bearer ${token}`);
   return { method: "/sidecar.v1.VolumeHealer/HealVolume", metadata, peer: "ipv4:10.0.0.9:5000", deadline: Infinity, signal: new AbortController().signal, fields: {}, logger: captureLogger().logger };
 }
 
@@ -39,4 +40,18 @@ test("auth: an API that cannot answer → UNAVAILABLE naming what it said; not c
   assert.equal(await refusal(new KubeError(0, "Unavailable", "Kubernetes API unreachable: ECONNREFUSED")), "cannot verify the caller right now (Kubernetes API: unreachable Unavailable); retry");
   assert.equal(await refusal(new Error("socket hang up")), "cannot verify the caller right now (Kubernetes API: error); retry");
   assert.equal(reviews, 3, "each failed call asked the API: a failure is not cached");
+});
+
+test("auth: decisions are kept per token for many callers at once: callers taking turns are asked about once each", async () => {
+  const reviewed: string[] = [];
+  const kube = {
+    reviewToken: async (token: string) => (reviewed.push(token), { username: `system:serviceaccount:csi:${token}` }),
+    reviewAccess: async () => true,
+  } as unknown as KubeApi;
+  const auth = authMiddleware({ kube, audiences: ["csi-addons"], namespace: "csi", rule: { verb: "create", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" }, cacheTtlMs: 60_000 });
+  const callers = ["controller-a", "controller-b", "upstream"];
+  for (let round = 0; round < 3; round++) {
+    for (const token of callers) assert.equal(await auth({}, call(token), async () => "served"), "served");
+  }
+  assert.deepEqual(reviewed, callers, "one TokenReview per caller, not per call");
 });

@@ -58,6 +58,7 @@ test("the other documented defaults (README's flag table)", () => {
   assert.equal(c.authCacheTtlMs, 30_000);
   assert.equal(c.shutdownGraceMs, 25_000);
   assert.equal(c.secretCacheTtlMs, 10_000);
+  assert.equal(c.pvCacheTtlMs, 600_000);
   assert.equal(c.terminationLog, "/dev/termination-log");
   assert.equal(cfg([...base, "--termination-log="]).terminationLog, "/dev/termination-log", "an empty value is the default, as in the controller");
   assert.equal(c.tlsCertFile, undefined);
@@ -243,4 +244,38 @@ test("upstream leader-election flags: durations as client-go checks them, the po
   rejects([...base, "--leader-election-lease-duration=10s"], "leader-election-lease-duration");
   rejects([...base, "--leader-election-retry-period=9s"], "leader-election-renew-deadline");
   rejects([...base, "--leader-election-retry-period=soon"], "leader-election-retry-period");
+});
+
+test("bounds: --max-inflight at least 1, --max-queue at least 0 (no queue), --timeout positive, --node-confirm-timeout at least 300ms", () => {
+  assert.equal(cfg([...base, "--max-inflight=1"]).maxInflight, 1);
+  rejects([...base, "--max-inflight=0"], "max-inflight");
+  assert.equal(cfg([...base, "--max-queue=0"]).maxQueue, 0);
+  rejects([...base, "--max-queue=-1"], "max-queue");
+  assert.equal(cfg([...base, "--timeout=1ms"]).timeoutMs, 1);
+  rejects([...base, "--timeout=0"], "timeout");
+  assert.equal(cfg([...base, "--node-confirm-timeout=300ms"]).nodeConfirmTimeoutMs, 300);
+  rejects([...base, "--node-confirm-timeout=299ms"], "node-confirm-timeout");
+});
+
+test("--require-tls-files: only with auth on (TLS) and the certificate files given", () => {
+  const files = ["--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key"];
+  const on = ["--node-id=n1", "--pod=p", "--namespace=ns"];
+  assert.equal(cfg([...on, ...files, "--require-tls-files"]).requireTlsFiles, true);
+  rejects([...on, "--require-tls-files"], "require-tls-files");
+  rejects([...base, ...files, "--require-tls-files"], "require-tls-files");
+});
+
+test("upstream log levels: any verbosity from 1 is debug; --zap-log-level's own names taken as they are", () => {
+  assert.equal(cfg([...base, "-v=1"]).logLevel, "debug");
+  assert.equal(cfg([...base, "--zap-log-level=debug"]).logLevel, "debug");
+  assert.equal(cfg([...base, "--zap-log-level=info"]).logLevel, "info");
+  assert.equal(cfg([...base, "--zap-log-level=0"]).logLevel, "info");
+});
+
+test("upstream TLS name lists: one name is a list; an empty list is refused; a refusal names only the unknown names", () => {
+  assert.equal(cfg([...base, "--tls-curve-preferences=X25519"]).tls.ecdhCurve, "X25519");
+  assert.equal(cfg([...base, "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"]).tls.ciphers?.split(":")[0], "ECDHE-RSA-AES128-GCM-SHA256");
+  rejects([...base, "--tls-curve-preferences=,"], "tls-curve-preferences");
+  const err = rejects([...base, "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_RC4_128_SHA"], "tls-cipher-suites");
+  assert.match(err.message, /unsupported "TLS_RSA_WITH_RC4_128_SHA"; supported: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, /);
 });
