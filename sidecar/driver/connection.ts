@@ -68,9 +68,11 @@ export class DriverConnection extends EventEmitter<Events> {
   private readonly stop = new AbortController();
   private lastBootId: string | undefined;
   private everReady = false;
+  private readonly retryMs: number;
 
   constructor(private readonly opts: DriverConnectionOptions) {
     super();
+    this.retryMs = opts.retryMs ?? RETRY_MS;
     this.channel = new DriverChannel({
       socketPath: opts.socketPath,
       backoffMs: { initial: opts.reconnectBackoffMs?.initial ?? 100, max: opts.reconnectBackoffMs?.max ?? RETRY_MS },
@@ -150,7 +152,7 @@ export class DriverConnection extends EventEmitter<Events> {
           this.emit("down", String(err));
         }
         log.warn("driver handshake failed; retrying", { socket: this.opts.socketPath, error: describe(err) });
-        await delay(this.opts.retryMs ?? RETRY_MS, this.stop.signal);
+        await delay(this.retryMs, this.stop.signal);
       }
     }
   }
@@ -224,7 +226,7 @@ export class DriverConnection extends EventEmitter<Events> {
   /** After a first Probe that said not ready: probe every retryMs until ready. */
   private async probeUntilReady(): Promise<void> {
     for (let attempt = 2; ; attempt++) {
-      await delay(this.opts.retryMs ?? RETRY_MS, this.stop.signal);
+      await delay(this.retryMs, this.stop.signal);
       if (this.stop.signal.aborted || (await this.probe(attempt))) return;
     }
   }
