@@ -5,18 +5,30 @@
 import { watch, type FSWatcher } from "node:fs";
 import { basename, dirname } from "node:path";
 
+export interface SocketWatchOptions {
+  /** Wait before watching again after the directory could not be watched (default 1 s). */
+  retryMs?: number;
+  /** node:fs's watch (tests pass their own). */
+  watch?: (dir: string, listener: (event: string, name: string | null) => void) => FSWatcher;
+}
+
 export class SocketWatch {
   private watcher: FSWatcher | undefined;
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
+  private readonly retryMs: number;
+  private readonly watch: NonNullable<SocketWatchOptions["watch"]>;
 
-  constructor(private readonly socketPath: string, private readonly onChange: () => void, private readonly retryMs = 1000) {}
+  constructor(private readonly socketPath: string, private readonly onChange: () => void, opts: SocketWatchOptions = {}) {
+    this.retryMs = opts.retryMs ?? 1000;
+    this.watch = opts.watch ?? watch;
+  }
 
   start(): void {
     if (this.closed) return;
     try {
       // The directory, not the file: a new socket is a new inode, which a watch on the old one never sees.
-      this.watcher = watch(dirname(this.socketPath), (_event, name) => {
+      this.watcher = this.watch(dirname(this.socketPath), (_event, name) => {
         if (name === null || name === basename(this.socketPath)) this.onChange();
       });
       this.watcher.on("error", () => this.restart());
