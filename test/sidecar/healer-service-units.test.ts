@@ -11,6 +11,7 @@ import type { DriverConnection, DriverInfo } from "../../sidecar/driver/connecti
 import { DomainError } from "../../sidecar/errors.js";
 import { CallError } from "../../common/grpc/call-error.js";
 import type { CallContext } from "../../sidecar/server/context.js";
+import { toStatus } from "../../sidecar/server/status.js";
 import type { PersistentVolume, VolumeAttachment } from "../../sidecar/kube/api.js";
 import { HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
@@ -169,7 +170,9 @@ test("a joiner whose starter's deadline ran out runs the call again even when th
     const joiner = await service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 5_000));
     assert.equal(joiner.message, "on the joiner's time", timedOut.name);
     assert.equal(d.calls.length, 2, "a second driver call, on the joiner's deadline");
-    assert.equal(await starter, timedOut, "the starter's own time was up: it gets the timeout");
+    // The starter's own time was up: DEADLINE_EXCEEDED, the driver's, or ours when the driver's
+    // answer came after the deadline (its timer fired late: CI's load did that once).
+    assert.equal(toStatus(await starter).code, grpc.status.DEADLINE_EXCEEDED);
   }
 });
 
