@@ -377,9 +377,10 @@ test("the waits between dials: 1.6x the last, ±20 %, up to the max, and the ini
 
 test("the jitter spans the whole ±20 %: the lowest draw waits 0.8x, the highest 1.2x", async (t) => {
   // Spread over the whole band, sidecars that lost one driver do not dial it again in step.
+  const { waits, timers, fire } = recordedWaits();
+  // The lowest draw for the first wait, the highest for the second.
   const draws = [0, 1 - 1e-12];
   t.mock.method(Math, "random", () => draws[Math.min(waits.length, 1)]!);
-  const { waits, timers, fire } = recordedWaits();
   channelToNobody({ initial: 1_000, max: 5_000 }, "connecting", timers);
   await waitFor("the first wait", () => waits.length === 1);
   fire();

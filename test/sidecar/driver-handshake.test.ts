@@ -32,9 +32,9 @@ async function serve(socket: string, impl: IdentityServer): Promise<Server> {
   return server;
 }
 
-/** A started connection to `socket`, logging into `lines`, its ready events in `ready`. */
-function connect(socket: string, more: Partial<DriverConnectionOptions> = {}) {
-  const { lines, logger } = captureLogger();
+/** A started connection to `socket`, logging into `lines` (at `level`), its ready events in `ready`. */
+function connect(socket: string, more: Partial<DriverConnectionOptions> = {}, level = "info") {
+  const { lines, logger } = captureLogger(level);
   const conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger, ...more });
   opened.push(conn);
   const ready: ReadyEvent[] = [];
@@ -165,17 +165,14 @@ test("`ready` is false until the first handshake and from the moment the connect
 test("a `ready` listener that throws: the connection is told down with the error, not ready, and the handshake made again", async () => {
   const socket = join(tempDir(), "addons.sock");
   await serve(socket, identity("throwing.csi.example.com"));
-  const { lines, logger } = captureLogger();
-  const conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger });
-  opened.push(conn);
-  let readies = 0;
-  const downs: { reason: string; ready: boolean }[] = [];
+  const { conn, lines, ready } = connect(socket);
+  // Added after connect()'s own listener, before the handshake can end: it throws on the first ready.
   conn.on("ready", () => {
-    if (++readies === 1) throw new Error("listener broke");
+    if (ready.length === 1) throw new Error("listener broke");
   });
+  const downs: { reason: string; ready: boolean }[] = [];
   conn.on("down", (reason) => void downs.push({ reason, ready: conn.ready }));
-  conn.start();
-  await waitFor("ready a second time", () => readies === 2);
+  await waitFor("ready a second time", () => ready.length === 2);
   assert.deepEqual(downs, [{ reason: "Error: listener broke", ready: false }]);
   assert.match(String(lines.find((l) => l["message"] === "driver handshake failed; retrying")?.["error"]), /listener broke/);
   assert.equal(conn.ready, true);
@@ -209,16 +206,11 @@ test("while no driver is there: reminded every waitLogIntervalMs at info with th
 
 test("a driver socket that appears between dials is dialled at once, which is said at debug", async () => {
   const socket = join(tempDir(), "addons.sock");
-  const { lines, logger } = captureLogger("debug");
   // A minute between dials and between reminders: only the socket's appearance can bring it up in time.
-  const conn = new DriverConnection({ socketPath: socket, callTimeoutMs: 5_000, logger, reconnectBackoffMs: { initial: 60_000, max: 60_000 }, waitLogIntervalMs: 60_000 });
-  opened.push(conn);
-  let readies = 0;
-  conn.on("ready", () => void readies++);
-  conn.start();
+  const { conn, lines, ready } = connect(socket, { reconnectBackoffMs: { initial: 60_000, max: 60_000 }, waitLogIntervalMs: 60_000 }, "debug");
   await waitFor("a failed dial", () => conn.channelState === "failure");
   await serve(socket, identity("appearing.csi.example.com"));
-  await waitFor("ready", () => readies === 1);
+  await waitFor("ready", () => ready.length === 1);
   const said = lines.filter((l) => l["message"] === "driver socket changed; dialling it now");
   assert.ok(said.length >= 1 && said.every((l) => l["level"] === "debug" && l["socket"] === socket), JSON.stringify(said));
 });
