@@ -5,7 +5,8 @@
 // each request cost about twice the CPU.
 // The connection is dialled again when it closes or the server sends GOAWAY, and pinged, so one
 // that died without a word (a network partition) is dropped within pingEveryMs + pingTimeoutMs
-// rather than stalling every request until its deadline — client-go's HTTP/2 health check.
+// rather than stalling every request until its deadline — client-go's HTTP/2 health check. A dial
+// gets connectTimeoutMs to finish its TLS handshake, for the same reason.
 import * as http2 from "node:http2";
 import type { SecureContextOptions } from "node:tls";
 import type { Readable } from "node:stream";
@@ -27,6 +28,8 @@ export interface H2Options {
   pingEveryMs?: number;
   /** How long a ping may go unanswered before the connection is dropped (client-go's PingTimeout: 15 s). */
   pingTimeoutMs?: number;
+  /** How long a dial may take to the end of its TLS handshake (client-go's TLSHandshakeTimeout: 10 s). */
+  connectTimeoutMs?: number;
 }
 
 export class H2Connection {
@@ -36,12 +39,14 @@ export class H2Connection {
 
   private readonly pingEveryMs: number;
   private readonly pingTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
   /** Streams open on any of this connection's sessions: while none is, the session does not keep the process alive. */
   private open = 0;
 
   constructor(private readonly origin: URL, private readonly opts: H2Options) {
     this.pingEveryMs = opts.pingEveryMs ?? 30_000;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? 15_000;
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
   }
 
   close(): void {
@@ -100,13 +105,19 @@ export class H2Connection {
     s.once("close", () => {
       forget();
       clearInterval(pings);
+      clearTimeout(handshake);
     });
     // Each stream reports the failure to its own caller; the session only needs to be let go.
     s.on("error", (e) => {
       this.noteRefusal(e);
       forget();
     });
+    // A dial that never ends (a load balancer that takes the TCP connection and never answers the
+    // TLS handshake) would stay the session every request is sent on, each waiting out its deadline;
+    // pings cannot tell, as a session still connecting is not pinged.
+    const handshake = setTimeout(() => s.destroy(new Error(`the API server did not complete the TLS handshake within ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs).unref();
     s.once("connect", () => {
+      clearTimeout(handshake);
       if (s.alpnProtocol === "h2") return;
       this.refused = true;
       s.destroy();
