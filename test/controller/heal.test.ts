@@ -218,7 +218,7 @@ interface Fake {
 function fake(
   answers: (pv: string, n: number) => HealAnswer | status,
   o: {
-    caps?: { healVolume: boolean; getVolumeHealth: boolean };
+    caps?: { healVolume: boolean; getVolumeHealth: boolean } | (() => { healVolume: boolean; getVolumeHealth: boolean });
     serving?: () => boolean;
     retry?: Partial<PassDeps["retry"]>;
     /** Awaited before a HealVolume is answered, to keep it in flight. */
@@ -233,7 +233,7 @@ function fake(
   const conn = {
     address: "fake",
     serving: async () => (o.serving ? o.serving() : true),
-    capabilities: async () => o.caps ?? { healVolume: true, getVolumeHealth: true },
+    capabilities: async () => (typeof o.caps === "function" ? o.caps() : (o.caps ?? { healVolume: true, getVolumeHealth: true })),
     heal: async (pv: string, _mode: string, _timeoutMs: number, signal?: AbortSignal) => {
       calls.push(pv);
       signals.push(signal);
@@ -494,6 +494,38 @@ test("pass: cancelled while waiting for its sidecar → that wait is interrupted
   assert.equal(f.calls.length, 0);
 });
 
+test("pass: a volume whose sidecar is being found again waits for it outside the queue: queued again once, when it is found", async () => {
+  let probes = 0;
+  // SERVING for the first call, then not for three probes after its UNAVAILABLE (the sidecar restarting).
+  const f = fake((pv, n) => (pv === "pv-1" && n === 1 ? status.UNAVAILABLE : HEALED), { serving: () => ++probes === 1 || probes > 4 });
+  let queued = 0;
+  const add = f.deps.queue.add.bind(f.deps.queue);
+  f.deps.queue.add = (item) => (queued++, add(item));
+  const sum = await run(f, "periodic");
+  assert.deepEqual([...sum.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"]]);
+  assert.equal(probes, 5, "found again after three probes that said not SERVING");
+  assert.equal(queued, 3, "pv-1 and pv-2, then pv-1 once more: no turns through the queue while its sidecar was looked up");
+});
+
+test("pass: a sidecar that says SERVING but fails to tell its capabilities is asked again after the backoff, then healed", async () => {
+  let asked = 0;
+  const f = fake(() => HEALED, {
+    caps: () => {
+      if (++asked === 1) throw new CallError(status.UNAVAILABLE, "connection reset");
+      return { healVolume: true, getVolumeHealth: true };
+    },
+  });
+  const { lines, logger } = captureLogger("info");
+  f.deps.logger = logger;
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start();
+  let sum: Awaited<typeof pass.done> | undefined;
+  void pass.done.then((x) => (sum = x));
+  await waitFor("the pass to complete", () => sum, { timeoutMs: 5_000 });
+  assert.deepEqual([...sum!.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"]]);
+  assert.equal(f.resolves(), 2);
+  assert.deepEqual(lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => l["reason"]), ["UNAVAILABLE: connection reset"]);
+});
+
 // ---- the controller over passes ----------------------------------------------------------------
 
 interface ControllerOptions {
@@ -706,11 +738,12 @@ test("controller: a driver that heals but cannot check has its first sight recor
   const f = fake(() => HEALED, { caps: { healVolume: true, getVolumeHealth: false } });
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, update, lines } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  const { c, update, lines, metrics } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1, { timeoutMs: 5_000 });
   assert.deepEqual(f.calls, [], "nothing to check with");
+  assert.deepEqual(await abnormalSeries(metrics), [], "a node whose volumes were not checked is not said to have 0 abnormal");
   assert.deepEqual(lines.filter((l) => l["message"] === "first sight not checked").map((l) => l["reason"]), ["driver drv does not offer VolumeHealer GET_VOLUME_HEALTH"]);
   update({ ...first, [HANDLED_RESTART]: patched[0]!, [DRIVER_RESTARTED_AT]: "2026-12-03T00:00:00Z" });
   await waitFor("the restart's marker recorded", () => patched.length === 2);
@@ -727,6 +760,7 @@ test("controller: a driver that heals but cannot check has its first sight recor
   await waitFor("the sidecar left alone", () => alone.lines.some((l) => l["message"] === "sidecar left alone"));
   assert.deepEqual(untouched, [], "no marker on an object whose driver has not opted in");
   assert.deepEqual(none.calls, []);
+  assert.deepEqual(await abnormalSeries(alone.metrics), [], "nor one left alone");
 });
 
 test("controller: a restart pass whose volume keeps answering ABORTED completes after maxAttempts: VolumeHealFailed, marker recorded, periodic checks resume", async (t) => {
@@ -791,6 +825,50 @@ test("controller: at shutdown nothing new is sent; calls in flight get the grace
   assert.deepEqual(stuck.outcomes, []);
 });
 
+test("controller: a marker write that keeps failing is given up when this replica stops leading, and when a newer restart's marker is recorded", async (t) => {
+  // The retries' backoff runs on mocked timers: ticked past, never waited for.
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const turn = () => new Promise((r) => setImmediate(r));
+  const first = { [CREATED_BY_POD_UID]: "pod-1" };
+  const failing = () => {
+    const writes: string[] = [];
+    const state = { failing: true, waiters: [] as [number, () => void][] };
+    const patch = async (m: string) => {
+      writes.push(m);
+      for (const [n, resolve] of state.waiters) if (writes.length >= n) resolve();
+      if (state.failing) throw new KubeRequestError(500, "etcdserver: request timed out");
+    };
+    const written = (n: number) => new Promise<void>((r) => (writes.length >= n ? r() : state.waiters.push([n, r])));
+    return { writes, state, patch, written };
+  };
+
+  const a = failing();
+  const standby = controllerOf(fake(() => HEALED), { ...SIDECAR, annotations: first }, a.patch, { random: () => 0 });
+  t.after(() => standby.c.close());
+  standby.c.lead();
+  await a.written(1);
+  await turn(); // the failure handled: the write waits out its backoff
+  standby.c.unlead();
+  a.state.failing = false;
+  t.mock.timers.tick(30_000);
+  await turn();
+  assert.equal(a.writes.length, 1, "a replica that no longer leads writes no marker");
+
+  const b = failing();
+  const leader = controllerOf(fake(() => HEALED), { ...SIDECAR, annotations: first }, b.patch, { random: () => 0 });
+  t.after(() => leader.c.close());
+  leader.c.lead();
+  await b.written(1);
+  await turn();
+  b.state.failing = false;
+  leader.update({ ...first, [DRIVER_RESTARTED_AT]: "2026-12-04T00:00:00Z" });
+  await b.written(2);
+  assert.deepEqual(b.writes, ["pod-1+", "pod-1+2026-12-04T00:00:00Z"]);
+  t.mock.timers.tick(30_000);
+  await turn();
+  assert.deepEqual(b.writes, ["pod-1+", "pod-1+2026-12-04T00:00:00Z"], "the older marker is not written over the newer one");
+});
+
 const noStates = { serving: 0, not_serving: 0, unresolved: 0 };
 const ABNORMAL: HealAnswer = { result: "NOT_HEALABLE", health: "ABNORMAL", message: "image gone" };
 const abnormalSeries = async (metrics: ReturnType<typeof createMetrics>) => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("csi_addons_healer_volumes_abnormal{"));
@@ -838,6 +916,7 @@ test("controller: a replica that stops leading exports no leader's numbers: no c
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1);
   assert.equal((await abnormalSeries(metrics)).length, 1);
+  assert.ok((await metrics.registry.metrics()).split("\n").includes("csi_addons_healer_leader 1"), "leader 1 while leading");
   c.unlead();
   assert.deepEqual(f.deps.pool.countByState(), noStates);
   const text = await metrics.registry.metrics();
