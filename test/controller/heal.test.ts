@@ -16,6 +16,7 @@ import { createLogger } from "../../common/log/logger.js";
 import { waitFor } from "../support/wait.js";
 import { captureLogger } from "../support/capture-logger.js";
 import { gatedSleep } from "../support/gated-sleep.js";
+import { delay } from "../../common/util/delay.js";
 import { EventEmitter } from "node:events";
 import { HealController } from "../../controller/heal/controller.js";
 import { KubeRequestError, type ClusterView } from "../../controller/kube/api.js";
@@ -355,12 +356,13 @@ test("pass: refusals and bad requests are not retried; each is reported, and non
   }
 });
 
-test("pass: each outcome carries the call's own duration", async () => {
+test("pass: each outcome carries the call's own duration, answered or failed", async () => {
   const started = Date.now();
-  const f = fake(() => HEALED);
+  const f = fake((pv) => (pv === "pv-1" ? HEALED : status.NOT_FOUND));
   await run(f);
   const elapsed = Date.now() - started;
-  for (const x of f.outcomes) assert.ok(x.durationMs >= 0 && x.durationMs <= elapsed, `durationMs ${x.durationMs} of a pass that took ${elapsed} ms`);
+  assert.deepEqual(f.outcomes.map((x) => x.result).sort(), ["HEALED", "NOT_FOUND"]);
+  for (const x of f.outcomes) assert.ok(x.durationMs >= 0 && x.durationMs <= elapsed, `${x.result}: durationMs ${x.durationMs} of a pass that took ${elapsed} ms`);
 });
 
 test("pass: UNAVAILABLE looks the sidecar up again (it may have moved); other transient answers keep the connection", async () => {
@@ -505,6 +507,36 @@ test("pass: a volume whose sidecar is being found again waits for it outside the
   assert.deepEqual([...sum.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"]]);
   assert.equal(probes, 5, "found again after three probes that said not SERVING");
   assert.equal(queued, 3, "pv-1 and pv-2, then pv-1 once more: no turns through the queue while its sidecar was looked up");
+});
+
+test("pass: volumes that find their sidecar being looked up again join that lookup: one lookup, not one per volume", async () => {
+  let probes = 0;
+  let up = false;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  // One call at a time: pv-1 fails UNAVAILABLE (the sidecar is looked up again), pv-2 is in flight
+  // meanwhile, and pv-3 comes to its turn while the lookup lasts.
+  const f = fake((pv, n) => (pv === "pv-1" && n === 1 ? status.UNAVAILABLE : HEALED), {
+    serving: () => ++probes === 1 || up,
+    hold: (pv) => (pv === "pv-2" ? held : Promise.resolve()),
+    queue: new WorkQueue({ perNode: 1, global: 1 }),
+  });
+  const waits: number[] = [];
+  f.deps.sleep = (ms, signal) => (waits.push(ms), delay(ms, signal));
+  const { lines, logger } = captureLogger("info");
+  f.deps.logger = logger;
+  const pvs = ["pv-1", "pv-2", "pv-3"].map((name) => ({ ...PVS[0]!, name, uid: name, handle: `h-${name}` }));
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs, mode: "IF_ABNORMAL", trigger: "periodic", generation: 1, priority: 0 }).start();
+  await waitFor("the sidecar being looked up again", () => probes >= 2);
+  release();
+  await waitFor("pv-3 waiting for that lookup", () => waits.includes(0));
+  up = true;
+  const sum = await pass.done;
+  assert.deepEqual([...sum.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"], ["pv-3", "HEALED"]]);
+  // Each lookup counts its own attempts from 1: one lookup logs 1, 2, 3, …; a second would start at 1 again.
+  const attempts = lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => l["attempt"] as number);
+  assert.ok(attempts.length >= 2, `waited: ${attempts.join(", ")}`);
+  assert.deepEqual(attempts, attempts.map((_, i) => i + 1), "one lookup after UNAVAILABLE, joined by pv-3");
 });
 
 test("pass: a sidecar that says SERVING but fails to tell its capabilities is asked again after the backoff, then healed", async () => {
@@ -696,6 +728,29 @@ test("controller: one periodic check scheduled per sidecar however often its obj
   assert.deepEqual(f.calls, []);
 });
 
+test("controller: a change of the object during a periodic check schedules the next one; the check's end then adds none", async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held });
+  let scheduled = 0;
+  // The first check comes due at 0.9 x 100 ms; the next ones an hour later.
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 100,
+    random: () => (scheduled++ === 0 ? 0 : 0.5),
+  });
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("the periodic check in flight", () => f.calls.length === 2);
+  assert.equal(scheduled, 1);
+  // While the check runs, the object changes: a timer for the next check is set then.
+  update({ ...HANDLED, "sidecar.csiaddons.openshift.io/lastUpdatedAt": "2026-12-04T00:00:00Z" });
+  assert.equal(scheduled, 2);
+  release();
+  await waitFor("the check answered", () => f.outcomes.length === 2);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(scheduled, 2, "one timer for the node, not a second chain of checks");
+});
+
 test("controller: a periodic check comes due only for a sidecar still there and not being deleted", async (t) => {
   const f = fake(() => HEALED);
   // n1, n2, n3 come due at 0.9, 1.0 and 1.1 times the interval, in that order.
@@ -780,12 +835,12 @@ test("controller: a restart pass whose volume keeps answering ABORTED completes 
   await waitFor("a periodic check of the node", () => f.calls.filter((x) => x === "pv-2").length >= 2, { timeoutMs: 5_000 });
 });
 
-test("controller: losing leadership cancels heals in flight; they are not reported", async (t) => {
+test("controller: losing leadership cancels heals in flight; they are not reported; later changes start nothing", async (t) => {
   const f = fake(() => HEALED, { hold: NEVER });
   const { lines, logger } = captureLogger("info");
   f.deps.logger = logger;
   const patched: string[] = [];
-  const { c } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("both heals in flight", () => f.calls.length === 2);
@@ -794,6 +849,13 @@ test("controller: losing leadership cancels heals in flight; they are not report
   await waitFor("both calls ended", () => lines.filter((l) => l["message"] === "heal cancelled").length === 2, { timeoutMs: 5_000 });
   assert.deepEqual(f.outcomes, []);
   assert.deepEqual(patched, []);
+  // A standby acts on no change of the objects: the new leader does (two healing at once otherwise).
+  const restarts = () => lines.filter((l) => l["message"] === "restart heal").length;
+  const before = restarts();
+  update({ [CREATED_BY_POD_UID]: "pod-2" });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(restarts(), before, "no pass started by a replica that no longer leads");
+  assert.equal(f.calls.length, 2);
 });
 
 test("controller: at shutdown nothing new is sent; calls in flight get the grace to answer (reported), then are cancelled", async (t) => {
@@ -825,7 +887,7 @@ test("controller: at shutdown nothing new is sent; calls in flight get the grace
   assert.deepEqual(stuck.outcomes, []);
 });
 
-test("controller: a marker write that keeps failing is given up when this replica stops leading, and when a newer restart's marker is recorded", async (t) => {
+test("controller: a marker write that fails is tried again after its backoff, and given up when this replica stops leading or a newer restart's marker is recorded", async (t) => {
   // The retries' backoff runs on mocked timers: ticked past, never waited for.
   t.mock.timers.enable({ apis: ["setTimeout"] });
   const turn = () => new Promise((r) => setImmediate(r));
@@ -867,6 +929,68 @@ test("controller: a marker write that keeps failing is given up when this replic
   t.mock.timers.tick(30_000);
   await turn();
   assert.deepEqual(b.writes, ["pod-1+", "pod-1+2026-12-04T00:00:00Z"], "the older marker is not written over the newer one");
+
+  // A failed write is tried again after the backoff (from 250-500 ms on; the jitter here is 0), not at once.
+  const w = failing();
+  const again = controllerOf(fake(() => HEALED), { ...SIDECAR, annotations: first }, w.patch, { random: () => 0 });
+  t.after(() => again.c.close());
+  again.c.lead();
+  await w.written(1);
+  // The second wait is twice the first.
+  for (const [n, waitMs] of [[1, 250], [2, 500]] as const) {
+    await turn();
+    t.mock.timers.tick(waitMs - 1);
+    await turn();
+    assert.equal(w.writes.length, n, `not before ${waitMs} ms`);
+    t.mock.timers.tick(1);
+    await w.written(n + 1);
+  }
+});
+
+test("controller: at shutdown a call that answers within the grace with a transient status is final, not tried again, and the pass is not done", async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const gate = gatedSleep();
+  const f = fake((pv) => (pv === "pv-1" ? status.UNAVAILABLE : HEALED), { hold: (pv) => (pv === "pv-1" ? held : NEVER()) });
+  f.deps.sleep = gate.sleep;
+  const { c, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("both heals in flight", () => f.calls.length === 2);
+  const closing = c.close(60_000);
+  release();
+  await waitFor("pv-1's answer reported", () => f.outcomes.length === 1);
+  assert.deepEqual(f.outcomes.map((x) => [x.pv.name, x.result, x.retryInMs]), [["pv-1", "UNAVAILABLE", undefined]], "reported as final");
+  assert.deepEqual(gate.waits, [], "no retry scheduled once shutdown began");
+  // pv-2 never answers: the grace would run out; the test ends it.
+  c.unlead();
+  await closing;
+  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal done"), [], "a pass stopped by the shutdown is not done");
+});
+
+test("controller: restart heals cut short on several nodes at once are each healed with ALWAYS when their objects are made again", async (t) => {
+  let release!: () => void;
+  let held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held, queue: new WorkQueue({ perNode: 4, global: 8 }) });
+  const patched: string[] = [];
+  const restarted = { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-04T10:00:00.000Z" };
+  const { c, set, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: restarted }, async (m) => void patched.push(m), { others: [other(2, restarted), other(3, restarted)] });
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("the three restart heals in flight", () => f.calls.length === 6);
+  // The upstream controller deletes the three objects (it cannot reach the sidecars while their drivers restart).
+  for (const key of [SIDECAR.key, "csi/n2", "csi/n3"]) remove(key);
+  release();
+  held = Promise.resolve();
+  const { [HANDLED_RESTART]: _gone, ...recreated } = restarted;
+  for (const s of [SIDECAR, other(2), other(3)]) set("add", { ...s, annotations: recreated });
+  await waitFor("the three restarts' markers recorded", () => patched.length === 3);
+  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["sidecar"], l["trigger"], l["mode"]]);
+  assert.deepEqual(passes.slice(3).sort(), [
+    ["csi/n1", "restart", "ALWAYS"],
+    ["csi/n2", "restart", "ALWAYS"],
+    ["csi/n3", "restart", "ALWAYS"],
+  ]);
 });
 
 const noStates = { serving: 0, not_serving: 0, unresolved: 0 };
@@ -908,19 +1032,28 @@ test("controller: a deleted CSIAddonsNode leaves nothing behind: no connection s
   assert.deepEqual(g.deps.pool.countByState(), noStates);
 });
 
-test("controller: a replica that stops leading exports no leader's numbers: no connection states, no abnormal volumes, leader 0", async (t) => {
-  const f = fake(() => ABNORMAL);
-  const patched: string[] = [];
-  const { c, metrics } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
-  t.after(() => c.close());
-  c.lead();
-  await waitFor("the first-sight marker recorded", () => patched.length === 1);
-  assert.equal((await abnormalSeries(metrics)).length, 1);
-  assert.ok((await metrics.registry.metrics()).split("\n").includes("csi_addons_healer_leader 1"), "leader 1 while leading");
-  c.unlead();
-  assert.deepEqual(f.deps.pool.countByState(), noStates);
-  const text = await metrics.registry.metrics();
-  assert.deepEqual(await abnormalSeries(metrics), []);
-  assert.ok(text.split("\n").includes('csi_addons_healer_sidecar_connections{state="serving"} 0'));
-  assert.ok(text.split("\n").includes("csi_addons_healer_leader 0"));
+test("controller: a replica that stops leading (unlead(), or close() at shutdown) exports no leader's numbers: no connection states, no abnormal volumes, leader 0; after close() a late lead() starts nothing", async (t) => {
+  for (const stop of ["unlead", "close"] as const) {
+    const f = fake(() => ABNORMAL);
+    const patched: string[] = [];
+    const { c, metrics, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
+    t.after(() => c.close());
+    const exported = async () => (await metrics.registry.metrics()).split("\n");
+    c.lead();
+    await waitFor("the first-sight marker recorded", () => patched.length === 1);
+    assert.equal((await abnormalSeries(metrics)).length, 1);
+    assert.ok((await exported()).includes("csi_addons_healer_leader 1"), "leader 1 while leading");
+    if (stop === "unlead") c.unlead();
+    else await c.close();
+    assert.deepEqual(f.deps.pool.countByState(), noStates, stop);
+    assert.deepEqual(await abnormalSeries(metrics), [], stop);
+    assert.ok((await exported()).includes('csi_addons_healer_sidecar_connections{state="serving"} 0'), stop);
+    assert.ok((await exported()).includes("csi_addons_healer_leader 0"), stop);
+    if (stop === "close") {
+      // An election callback that comes after the shutdown began.
+      c.lead();
+      assert.equal(lines.filter((l) => l["message"] === "restart heal").length, 1, "nothing started after close()");
+      assert.ok((await exported()).includes("csi_addons_healer_leader 0"));
+    }
+  }
 });
