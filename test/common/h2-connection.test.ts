@@ -54,38 +54,22 @@ test("GOAWAY: the request in flight finishes on the old connection, new ones go 
 });
 
 test("the default pings: the first after 30 s of the connection, and its answer may take up to 15 s before the connection is dropped", async (t) => {
-  const cert = await selfSignedCert();
-  const sessions: { pings: number }[] = [];
-  const server = createSecureServer({ key: cert.key, cert: cert.cert });
-  server.on("session", (session) => {
-    const s = { pings: 0 };
-    sessions.push(s);
-    session.on("ping", () => void s.pings++);
-  });
-  server.on("stream", (stream) => {
-    stream.respond({ ":status": 200 });
-    stream.end("ok");
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  t.after(() => new Promise<void>((r) => server.close(() => r())));
+  const { connect, pings } = await h2Server(t);
   // The connection's own timers are mocked; sockets and AbortSignal.timeout run as usual.
   t.mock.timers.enable({ apis: ["setInterval", "setTimeout"] });
-  const conn = new H2Connection(new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), { tls: { ca: cert.cert, rejectUnauthorized: true } });
-  t.after(() => conn.close());
+  const conn = connect();
   // One connection carries the frames in order: a ping sent before a request reaches the server
   // before it, so the server's count is exact once the request is answered.
-  const get = async () => readText((await conn.request("GET", "/", {}, undefined, AbortSignal.timeout(5_000))).body);
-
-  assert.equal(await get(), "ok");
+  assert.equal(await get(conn), "ok");
   t.mock.timers.tick(29_999);
-  assert.equal(await get(), "ok");
-  assert.deepEqual(sessions, [{ pings: 0 }], "no ping before 30 s");
+  assert.equal(await get(conn), "ok");
+  assert.deepEqual(pings(), [0], "no ping before 30 s");
 
   t.mock.timers.tick(1);
   // 15 s pass before the answer can come in: not yet too long.
   t.mock.timers.tick(14_999);
-  assert.equal(await get(), "ok");
-  assert.deepEqual(sessions, [{ pings: 1 }], "pinged once, and the connection kept");
+  assert.equal(await get(conn), "ok");
+  assert.deepEqual(pings(), [1], "pinged once, and the connection kept");
 });
 
 /** An h2 server answering "ok" at once, or holding the answer's body for `/held` until `release()`; it counts pings per connection. */
