@@ -14,6 +14,6 @@ export function benchDir(prefix: string): string {
   try {
     return mkdtempSync(join(IN_MEMORY, prefix));
   } catch {
-    return tempDir(prefix);
+    return tempDir(prefix, { keep: true });
   }
 }

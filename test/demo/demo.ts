@@ -44,7 +44,7 @@ async function main(): Promise<number> {
   let passed = false;
   // Ctrl-C while holding after a good run is the normal way out: exit 0 then.
   cleanup.onSignal(say, () => (opts.hold && passed ? 0 : 130));
-  const dir = tempDir("csi-healer-demo-");
+  const dir = tempDir("csi-healer-demo-", { keep: true });
   cleanup.add("temporary directory", () => {
     if (!passed || opts.keep) return say(`kept ${dir} (sidecar and controller logs, driver state file and call log)`);
     rmSync(dir, { recursive: true, force: true });

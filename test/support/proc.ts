@@ -1,6 +1,6 @@
 // Starts project executables as real child processes (through tsx, from source) and stops them.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StopWaiting, waitFor } from "./wait.js";
@@ -81,7 +81,22 @@ export async function terminate<T>(child: ChildProcess, exited: Promise<T>, grac
   }
 }
 
-/** A fresh temporary directory for sockets, state and logs of one test. */
-export function tempDir(prefix = "csi-healer-"): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+// Each test file runs in its own process and makes a few hundred of these (a whole `npm test` about
+// a thousand): removed when that process exits, so that runs on one machine do not fill its /tmp.
+// KEEP_TEST_DIRS=1 keeps them, to read a failed test's logs and state files afterwards.
+const made: string[] = [];
+if (!process.env.KEEP_TEST_DIRS) {
+  process.once("exit", () => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+/**
+ * A fresh temporary directory for sockets, state and logs of one test; removed when the test file's
+ * process exits, unless `keep` (the demo and the bench remove theirs themselves, and keep it after a failure).
+ */
+export function tempDir(prefix = "csi-healer-", opts: { keep?: boolean } = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (!opts.keep) made.push(dir);
+  return dir;
 }
