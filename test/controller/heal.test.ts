@@ -81,6 +81,25 @@ test("queue: a newer trigger drops that node's queued work of older generations 
   assert.deepEqual(log, ["run A1-running", "drop A1", "run B1", "run A2"]);
 });
 
+test("queue: when the dropped item was its node's next, the newer work left behind it runs once a cluster-wide slot frees", async () => {
+  // A has free per-node slots and waits only for the one global slot, which B holds: A's newer
+  // item was queued behind A1 and never offered on its own, so dropping A1 must offer it.
+  const q = new WorkQueue({ perNode: 2, global: 1 });
+  const log: string[] = [];
+  const b = deferredItem("B", 1, 1, log, "B1");
+  q.add(b.item);
+  const older = deferredItem("A", 1, 1, log, "A1");
+  const newer = deferredItem("A", 1, 2, log, "A2");
+  q.add(older.item);
+  q.add(newer.item);
+  assert.equal(q.supersede("A", 2), 1);
+  b.release();
+  await waitFor("A2 to run", () => log.includes("run A2"));
+  newer.release();
+  await q.idle();
+  assert.deepEqual(log, ["run B1", "drop A1", "run A2"]);
+});
+
 test("queue: busy while work runs or waits; idle() resolves when the last item finishes, or when clear() drops the rest", async () => {
   const q = new WorkQueue({ perNode: 1, global: 1 });
   const log: string[] = [];
