@@ -251,14 +251,21 @@ export class HealPass {
         const serving = await conn.serving(PROBE_TIMEOUT_MS);
         if (signal.aborted) break;
         if (serving) {
-          const caps = await asked;
+          const caps = await asked.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
           if (signal.aborted) break;
-          pool.setState(s.key, "serving");
-          this.conn = conn;
-          return caps;
+          if (!(caps instanceof Error)) {
+            pool.setState(s.key, "serving");
+            this.conn = conn;
+            return caps;
+          }
+          // Told apart from a sidecar not found: GetCapabilities is the first call that carries the
+          // controller's token, so a token the sidecar refuses shows here, not as a network problem.
+          pool.setState(s.key, "failing");
+          why = `SERVING at ${conn.address}, but GetCapabilities failed: ${caps.message}`;
+        } else {
+          pool.setState(s.key, "not_serving");
+          why = `not SERVING at ${conn.address}`;
         }
-        pool.setState(s.key, "not_serving");
-        why = `not SERVING at ${conn.address}`;
       } catch (err) {
         if (signal.aborted) break;
         pool.setState(s.key, "unresolved");

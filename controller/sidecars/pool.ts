@@ -12,7 +12,12 @@ import { SidecarConnection } from "./connection.js";
 import { hostPort } from "../../common/net/listen-host.js";
 import { parseEndpoint } from "./endpoint.js";
 
-export type ConnectionState = "serving" | "not_serving" | "unresolved";
+/**
+ * serving: healthy and its capabilities read; not_serving: its health check says otherwise (or
+ * fails); failing: SERVING, but GetCapabilities failed (a refused token, a server that is not a
+ * healer sidecar); unresolved: its address could not be found (pod gone, no IP yet).
+ */
+export type ConnectionState = "serving" | "not_serving" | "failing" | "unresolved";
 
 export class SidecarPool {
   private readonly conns = new Map<string, { endpoint: string; podUid: string | undefined; conn: SidecarConnection }>();
@@ -57,7 +62,7 @@ export class SidecarPool {
 
   /** Sidecars by connection state, for the metrics. */
   countByState(): Record<ConnectionState, number> {
-    const out: Record<ConnectionState, number> = { serving: 0, not_serving: 0, unresolved: 0 };
+    const out: Record<ConnectionState, number> = { serving: 0, not_serving: 0, failing: 0, unresolved: 0 };
     for (const st of this.states.values()) out[st]++;
     return out;
   }

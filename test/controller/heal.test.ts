@@ -558,11 +558,13 @@ test("pass: volumes that find their sidecar being looked up again join that look
   assert.deepEqual(attempts, attempts.map((_, i) => i + 1), "one lookup after UNAVAILABLE, joined by pv-3");
 });
 
-test("pass: a sidecar that says SERVING but fails to tell its capabilities is asked again after the backoff, then healed", async () => {
+test("pass: a sidecar that says SERVING but fails to tell its capabilities is counted as failing, asked again after the backoff, then healed", async () => {
   let asked = 0;
+  let stateWhenAskedAgain: Record<string, number> | undefined;
   const f = fake(() => HEALED, {
     caps: () => {
       if (++asked === 1) throw new CallError(status.UNAVAILABLE, "connection reset");
+      stateWhenAskedAgain = f.deps.pool.countByState();
       return { healVolume: true, getVolumeHealth: true };
     },
   });
@@ -574,7 +576,9 @@ test("pass: a sidecar that says SERVING but fails to tell its capabilities is as
   await waitFor("the pass to complete", () => sum, { timeoutMs: 5_000 });
   assert.deepEqual([...sum!.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"]]);
   assert.equal(f.resolves(), 2);
-  assert.deepEqual(lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => l["reason"]), ["UNAVAILABLE: connection reset"]);
+  assert.deepEqual(stateWhenAskedAgain, { serving: 0, not_serving: 0, failing: 1, unresolved: 0 }, "neither unresolved (it was found) nor not_serving (it said SERVING)");
+  assert.deepEqual(f.deps.pool.countByState(), { serving: 1, not_serving: 0, failing: 0, unresolved: 0 });
+  assert.deepEqual(lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => l["reason"]), ["SERVING at fake, but GetCapabilities failed: UNAVAILABLE: connection reset"]);
 });
 
 // ---- the controller over passes ----------------------------------------------------------------
@@ -1012,7 +1016,7 @@ test("controller: restart heals cut short on several nodes at once are each heal
   ]);
 });
 
-const noStates = { serving: 0, not_serving: 0, unresolved: 0 };
+const noStates = { serving: 0, not_serving: 0, failing: 0, unresolved: 0 };
 const ABNORMAL: HealAnswer = { result: "NOT_HEALABLE", health: "ABNORMAL", message: "image gone" };
 const abnormalSeries = async (metrics: ReturnType<typeof createMetrics>) => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("csi_addons_healer_volumes_abnormal{"));
 

@@ -71,3 +71,18 @@ test("a sidecar whose certificate the CA does not verify is never called", async
   assert.equal(c.heals().length, 0);
   assert.equal(stack.stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
 });
+
+test("a token the sidecar refuses: nothing reaches the driver, the sidecar is counted as failing (not unresolved) and the log says why", async () => {
+  const refused = join(dir, "refused-token");
+  writeFileSync(refused, "token-nobody-issued");
+  const args = [...secureArgs(tls.certFile).filter((a) => !a.startsWith("--token-file=")), `--token-file=${refused}`, "--check-interval=300ms"];
+  const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args });
+  controllers.push(c);
+  const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
+  await waitFor("the sidecar counted as failing", async () => /csi_addons_healer_sidecar_connections\{state="failing"\} 1/.test(await c.metrics()), { timeoutMs: 30_000 });
+  const reasons = c.logLines().filter((l) => l.message === "waiting for sidecar").map((l) => String(l["reason"]));
+  assert.match(reasons[0] ?? "", /^SERVING at .*, but GetCapabilities failed: UNAUTHENTICATED/);
+  assert.ok(!reasons.some((r) => r.includes("token-nobody-issued")), "the token itself is never logged");
+  assert.equal(c.heals().length, 0);
+  assert.equal(stack.stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
+});
