@@ -633,14 +633,17 @@ test("controller: a first sight is checked and its marker recorded but not timed
   const f = fake(() => HEALED);
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, view, update, timedRestarts, lines } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
+  const { c, view, update, timedRestarts, lines, metrics } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1);
   assert.equal(await timedRestarts(), 0, "first sight is not a restart");
-  update({ ...first, [HANDLED_RESTART]: patched[0]!, [DRIVER_RESTARTED_AT]: new Date().toISOString() });
+  // The driver restarted 5 s before the controller saw it: the heal is timed from the restart.
+  update({ ...first, [HANDLED_RESTART]: patched[0]!, [DRIVER_RESTARTED_AT]: new Date(Date.now() - 5_000).toISOString() });
   await waitFor("the restart's marker recorded", () => patched.length === 2);
   assert.equal(await timedRestarts(), 1);
+  const sum = (await metrics.restartHealSeconds.get()).values.find((v) => v.metricName === "csi_addons_healer_restart_heal_duration_seconds_sum")?.value;
+  assert.ok(sum !== undefined && sum >= 5 && sum < 60, `seconds from the driver's restart to the last volume answered: ${String(sum)}`);
   // The one line an operator greps for: which restart of which node, how every volume answered, how long.
   const done = lines.filter((l) => l["message"] === "restart heal done");
   assert.deepEqual(done.map((l) => [l["sidecar"], l["marker"], l["answers"]]), [
@@ -773,6 +776,21 @@ test("controller: a change of the object during a periodic check schedules the n
   await waitFor("the check answered", () => f.outcomes.length === 2);
   await new Promise((r) => setImmediate(r));
   assert.equal(scheduled, 2, "one timer for the node, not a second chain of checks");
+});
+
+test("controller: a restart's heals go before the periodic checks of other nodes already waiting for a slot", async (t) => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held, queue: new WorkQueue({ perNode: 4, global: 1 }) });
+  const { c, set } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 100, random: () => 0 });
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("n1's periodic check: one call in flight, one waiting", () => f.calls.length === 1 && f.deps.queue.size === 1);
+  set("add", other(2, { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-04T10:00:00.000Z" }));
+  await waitFor("n2's restart heals queued", () => f.deps.queue.size === 3);
+  release();
+  await waitFor("every heal sent", () => f.calls.length >= 4);
+  assert.deepEqual(f.calls.slice(0, 4), ["pv-1", "n2-pv-1", "n2-pv-2", "pv-2"]);
 });
 
 test("controller: a periodic check comes due only for a sidecar still there and not being deleted", async (t) => {
