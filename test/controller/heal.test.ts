@@ -990,24 +990,28 @@ test("controller: a marker write that fails is tried again after its backoff, an
 });
 
 test("controller: at shutdown a call that answers within the grace with a transient status is final, not tried again, and the pass is not done", async (t) => {
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
+  let release1!: () => void;
+  let release2!: () => void;
+  const held1 = new Promise<void>((r) => (release1 = r));
+  const held2 = new Promise<void>((r) => (release2 = r));
   const gate = gatedSleep();
-  const f = fake((pv) => (pv === "pv-1" ? status.UNAVAILABLE : HEALED), { hold: (pv) => (pv === "pv-1" ? held : NEVER()) });
+  const f = fake((pv) => (pv === "pv-1" ? status.UNAVAILABLE : HEALED), { hold: (pv) => (pv === "pv-1" ? held1 : held2) });
   f.deps.sleep = gate.sleep;
   const { c, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
-  t.after(() => (release(), c.close()));
+  t.after(() => (release1(), release2(), c.close()));
   c.lead();
   await waitFor("both heals in flight", () => f.calls.length === 2);
   const closing = c.close(60_000);
-  release();
+  release1();
   await waitFor("pv-1's answer reported", () => f.outcomes.length === 1);
   assert.deepEqual(f.outcomes.map((x) => [x.pv.name, x.result, x.retryInMs]), [["pv-1", "UNAVAILABLE", undefined]], "reported as final");
   assert.deepEqual(gate.waits, [], "no retry scheduled once shutdown began");
-  // pv-2 never answers: the grace would run out; the test ends it.
-  c.unlead();
+  // pv-2 answers too, within the grace: the shutdown ends then, not when the 60 s run out.
+  release2();
   await closing;
-  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal done"), [], "a pass stopped by the shutdown is not done");
+  assert.deepEqual(f.outcomes.map((x) => [x.pv.name, x.result]), [["pv-1", "UNAVAILABLE"], ["pv-2", "HEALED"]]);
+  assert.deepEqual(f.calls, ["pv-1", "pv-2"]);
+  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal done"), [], "a pass stopped by the shutdown is not done, every volume answered or not");
 });
 
 test("controller: restart heals cut short on several nodes at once are each healed with ALWAYS when their objects are made again", async (t) => {
