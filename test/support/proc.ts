@@ -81,8 +81,9 @@ export async function terminate<T>(child: ChildProcess, exited: Promise<T>, grac
   }
 }
 
-// Each test file runs in its own process and makes a few hundred of these (a whole `npm test` about
-// a thousand): removed when that process exits, so that runs on one machine do not fill its /tmp.
+// Every process a test starts gets one (its termination log) besides the test's own: removed when
+// the test file's process exits, so that runs on one machine do not fill its /tmp (6570
+// termination-log directories had piled up on this one in a day before they were).
 // KEEP_TEST_DIRS=1 keeps them, to read a failed test's logs and state files afterwards.
 const made: string[] = [];
 if (!process.env.KEEP_TEST_DIRS) {
