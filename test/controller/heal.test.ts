@@ -736,6 +736,37 @@ test("controller: a CSIAddonsNode deleted during its restart heal and made again
   assert.deepEqual(lines.filter((l) => l["message"] === "restart heal").at(-1)!["trigger"], "first-sight");
 });
 
+test("controller: a first-sight check cut short by the object's deletion is a check again when the object is made again, not a heal with ALWAYS", async (t) => {
+  let release!: () => void;
+  let held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held });
+  const patched: string[] = [];
+  const firstSight = { [CREATED_BY_POD_UID]: "pod-1" };
+  const { c, set, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: firstSight }, async (m) => void patched.push(m));
+  t.after(() => (release(), c.close()));
+  c.lead();
+  await waitFor("the first-sight check in flight", () => f.calls.length === 2);
+  remove();
+  release();
+  held = Promise.resolve();
+  set("add", { ...SIDECAR, annotations: firstSight });
+  await waitFor("the check's marker recorded", () => patched.length === 1);
+  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"]]);
+  assert.deepEqual(passes, [["first-sight", "IF_ABNORMAL"], ["first-sight", "IF_ABNORMAL"]]);
+});
+
+test("controller: leadership lost and regained: the periodic checks start again", async (t) => {
+  const f = fake(() => HEALED);
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 100, random: () => 0 });
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("a periodic check", () => f.outcomes.length === 2);
+  c.unlead();
+  const before = f.outcomes.length;
+  c.lead();
+  await waitFor("a periodic check after leading again", () => f.outcomes.length >= before + 2, { timeoutMs: 5_000 });
+});
+
 test("controller: one periodic check scheduled per sidecar however often its object changes, none for one being deleted, and none that keeps the process alive", (t) => {
   const f = fake(() => HEALED);
   let scheduled = 0;
