@@ -736,6 +736,38 @@ test("controller: a CSIAddonsNode deleted during its restart heal and made again
   assert.deepEqual(lines.filter((l) => l["message"] === "restart heal").at(-1)!["trigger"], "first-sight");
 });
 
+test("controller: a remembered cut-short restart does not apply to the object made again for another restart, nor to one already handled", async (t) => {
+  let release!: () => void;
+  let held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: () => held });
+  const patched: string[] = [];
+  const restarted = { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-03T10:00:00.000Z" };
+  const { c, set, update, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
+  t.after(() => (release(), c.close()));
+  c.lead();
+  const cutShort = async () => {
+    update(restarted);
+    await waitFor("the restart heal in flight", () => f.calls.length === 2);
+    remove();
+    release();
+    f.calls.length = 0;
+  };
+  // Made again by a new node-plugin pod: a first sight of that pod, checked (no restart of it is known).
+  await cutShort();
+  set("add", { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-2" } });
+  await waitFor("pod-2's first sight recorded", () => patched.length === 1);
+  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"], l["marker"]]).at(-1), ["first-sight", "IF_ABNORMAL", "pod-2+"]);
+  // Made again with the restart already recorded (another replica healed it): nothing to do.
+  held = new Promise<void>((r) => (release = r));
+  set("update", { ...SIDECAR, annotations: HANDLED });
+  await cutShort();
+  const passes = lines.filter((l) => l["message"] === "restart heal").length;
+  set("add", { ...SIDECAR, annotations: { ...restarted, [HANDLED_RESTART]: restartMarker(restarted) } });
+  await new Promise((r) => setImmediate(r));
+  assert.equal(lines.filter((l) => l["message"] === "restart heal").length, passes);
+  assert.deepEqual(f.calls, []);
+});
+
 test("controller: a first-sight check cut short by the object's deletion is a check again when the object is made again, not a heal with ALWAYS", async (t) => {
   let release!: () => void;
   let held = new Promise<void>((r) => (release = r));
@@ -1018,6 +1050,10 @@ test("controller: a marker write that fails is tried again after its backoff, an
     t.mock.timers.tick(1);
     await w.written(n + 1);
   }
+  // Each failure is logged as a warning with its reason and the wait before the next try.
+  const warned = again.lines.filter((l) => l["message"] === "could not record the handled restart; retrying");
+  assert.deepEqual(warned.map((l) => [l["level"], l["sidecar"], l["retryInMs"]]), [["warn", SIDECAR.key, 250], ["warn", SIDECAR.key, 500]]);
+  assert.match(String(warned[0]!["error"]), /etcdserver: request timed out/);
 });
 
 test("controller: at shutdown a call that answers within the grace with a transient status is final, not tried again, and the pass is not done", async (t) => {
