@@ -706,66 +706,65 @@ test("controller: a CSIAddonsNode deleted and made again (its handled marker los
   assert.deepEqual(f.calls, ["pv-1", "pv-2", "pv-1", "pv-2"]);
 });
 
-test("controller: a CSIAddonsNode deleted during its restart heal and made again by its sidecar (same restart, no handled marker) is healed with ALWAYS, not downgraded to a first-sight check", async (t) => {
-  let release!: () => void;
-  let held = new Promise<void>((r) => (release = r));
+/**
+ * A leading controller over SIDECAR whose heals wait until released; `cutShort()` starts a restart
+ * heal, and while its calls are in flight deletes the object (the upstream controller deletes one
+ * it cannot reach), then lets the calls answer.
+ */
+function restartCutShort(t: { after(fn: () => unknown): void }) {
+  let release = () => {};
+  let held = Promise.resolve();
   const f = fake(() => HEALED, { hold: () => held });
   const patched: string[] = [];
   const restarted = { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-03T10:00:00.000Z" };
-  const { c, set, update, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
-  t.after(() => (release(), c.close()));
-  c.lead();
-  update(restarted);
-  await waitFor("the restart heal in flight", () => f.calls.length === 2);
-  // The upstream controller deletes an object it cannot reach; the sidecar makes it again at once.
-  remove();
-  release();
-  held = Promise.resolve();
+  const ctl = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
+  t.after(() => (release(), ctl.c.close()));
+  ctl.c.lead();
+  const cutShort = async () => {
+    held = new Promise<void>((r) => (release = r));
+    const before = f.calls.length;
+    ctl.update(restarted);
+    await waitFor("the restart heal in flight", () => f.calls.length === before + 2);
+    ctl.remove();
+    release();
+  };
+  const passes = () => ctl.lines.filter((l) => l["message"] === "restart heal");
+  return { ...ctl, f, patched, restarted, cutShort, passes };
+}
+
+test("controller: a CSIAddonsNode deleted during its restart heal and made again by its sidecar (same restart, no handled marker) is healed with ALWAYS, not downgraded to a first-sight check", async (t) => {
+  const { set, update, remove, patched, restarted, cutShort, passes } = restartCutShort(t);
+  await cutShort();
+  // The sidecar makes it again at once.
   const { [HANDLED_RESTART]: _gone, ...recreated } = restarted;
   set("add", { ...SIDECAR, annotations: recreated });
   await waitFor("the restart's marker recorded", () => patched.length === 1);
   assert.deepEqual(patched, [restartMarker(restarted)]);
-  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"], l["attachable"]]);
-  assert.deepEqual(passes, [["restart", "ALWAYS", 2], ["restart", "ALWAYS", 2]]);
+  assert.deepEqual(passes().map((l) => [l["trigger"], l["mode"], l["attachable"]]), [["restart", "ALWAYS", 2], ["restart", "ALWAYS", 2]]);
 
   // Deleted once more, now handled: made again, it is seen anew as before (a check).
   update({ ...recreated, [HANDLED_RESTART]: patched[0]! });
   remove();
   set("add", { ...SIDECAR, annotations: recreated });
   await waitFor("checked and recorded again", () => patched.length === 2);
-  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal").at(-1)!["trigger"], "first-sight");
+  assert.deepEqual(passes().at(-1)!["trigger"], "first-sight");
 });
 
 test("controller: a remembered cut-short restart does not apply to the object made again for another restart, nor to one already handled", async (t) => {
-  let release!: () => void;
-  let held = new Promise<void>((r) => (release = r));
-  const f = fake(() => HEALED, { hold: () => held });
-  const patched: string[] = [];
-  const restarted = { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-03T10:00:00.000Z" };
-  const { c, set, update, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
-  t.after(() => (release(), c.close()));
-  c.lead();
-  const cutShort = async () => {
-    update(restarted);
-    await waitFor("the restart heal in flight", () => f.calls.length === 2);
-    remove();
-    release();
-    f.calls.length = 0;
-  };
+  const { set, f, patched, restarted, cutShort, passes } = restartCutShort(t);
   // Made again by a new node-plugin pod: a first sight of that pod, checked (no restart of it is known).
   await cutShort();
   set("add", { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-2" } });
   await waitFor("pod-2's first sight recorded", () => patched.length === 1);
-  assert.deepEqual(lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"], l["marker"]]).at(-1), ["first-sight", "IF_ABNORMAL", "pod-2+"]);
+  assert.deepEqual(passes().map((l) => [l["trigger"], l["mode"], l["marker"]]).at(-1), ["first-sight", "IF_ABNORMAL", "pod-2+"]);
   // Made again with the restart already recorded (another replica healed it): nothing to do.
-  held = new Promise<void>((r) => (release = r));
   set("update", { ...SIDECAR, annotations: HANDLED });
   await cutShort();
-  const passes = lines.filter((l) => l["message"] === "restart heal").length;
+  const [count, calls] = [passes().length, f.calls.length];
   set("add", { ...SIDECAR, annotations: { ...restarted, [HANDLED_RESTART]: restartMarker(restarted) } });
   await new Promise((r) => setImmediate(r));
-  assert.equal(lines.filter((l) => l["message"] === "restart heal").length, passes);
-  assert.deepEqual(f.calls, []);
+  assert.equal(passes().length, count);
+  assert.equal(f.calls.length, calls);
 });
 
 test("controller: a first-sight check cut short by the object's deletion is a check again when the object is made again, not a heal with ALWAYS", async (t) => {
