@@ -671,7 +671,7 @@ test("controller: a CSIAddonsNode gone (404) while its marker is written is not 
 });
 
 const HANDLED = { [CREATED_BY_POD_UID]: "pod-1", [HANDLED_RESTART]: "pod-1+" };
-const other = (n: number, annotations = HANDLED): SidecarInfo => ({ ...SIDECAR, key: `csi/n${n}`, name: `n${n}`, nodeId: `n${n}`, annotations });
+const other = (n: number, annotations: Record<string, string> = HANDLED): SidecarInfo => ({ ...SIDECAR, key: `csi/n${n}`, name: `n${n}`, nodeId: `n${n}`, annotations });
 
 test("controller: a deleted CSIAddonsNode's pass ends: its heals still waiting in the queue are never sent", async (t) => {
   let release!: () => void;
