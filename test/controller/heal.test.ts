@@ -786,6 +786,14 @@ test("controller: a first-sight check cut short by the object's deletion is a ch
   assert.deepEqual(passes, [["first-sight", "IF_ABNORMAL"], ["first-sight", "IF_ABNORMAL"]]);
 });
 
+test("controller: only a check interval of 0 turns the periodic checks off: one of 1 ms checks", async (t) => {
+  const f = fake(() => HEALED);
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 1 });
+  t.after(() => c.close());
+  c.lead();
+  await waitFor("a periodic check", () => f.outcomes.length >= 2);
+});
+
 test("controller: leadership lost and regained: the periodic checks start again", async (t) => {
   const f = fake(() => HEALED);
   const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 100, random: () => 0 });
