@@ -434,6 +434,16 @@ test("pass: a periodic pass gives up after maxAttempts; a restart pass waits for
   assert.equal(restart.calls.filter((c) => c === "pv-2").length, 6);
 });
 
+test("pass: a restart pass waiting for a busy sidecar backs off in rounds of maxAttempts, looking the sidecar up again after each round", async () => {
+  const f = fake((pv, n) => (pv === "pv-1" && n <= 7 ? status.RESOURCE_EXHAUSTED : HEALED), { retry: { initialMs: 8, maxMs: 1000 } });
+  f.deps.random = () => 0; // each wait is the lower end of its band: 4, 8, 16 ms
+  const r = await run(f);
+  assert.equal(r.answers.get("pv-1"), "HEALED");
+  const waits = f.outcomes.filter((x) => x.pv.name === "pv-1" && x.retryInMs !== undefined).map((x) => [x.attempt, x.retryInMs]);
+  assert.deepEqual(waits, [[1, 4], [2, 8], [3, 16], [4, 4], [5, 8], [6, 16], [7, 4]]);
+  assert.equal(f.resolves(), 3, "the first lookup, then one after the 3rd and the 6th attempt");
+});
+
 test("pass: a restart pass gives a volume that keeps failing up after maxAttempts, reported as final, so the pass completes", async (t) => {
   const f = fake((pv) => (pv === "pv-1" ? status.ABORTED : status.DEADLINE_EXCEEDED));
   const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }).start();
