@@ -478,6 +478,14 @@ test("pass: cancel() cancels its heals in flight; a cancelled call is logged, no
   ]);
 });
 
+test("pass: a sidecar no longer in the cluster ends the pass at once, not completed, nothing called (the heal subcommand would wait out its deadline)", async () => {
+  const f = fake(() => HEALED);
+  f.deps.latest = () => undefined;
+  const sum = await run(f);
+  assert.equal(sum.completed, false);
+  assert.deepEqual([f.calls, f.resolves()], [[], 0]);
+});
+
 test("pass: waits until the sidecar is SERVING before the first call", async () => {
   let checks = 0;
   const f = fake(() => HEALED, { serving: () => ++checks >= 3 });
