@@ -478,6 +478,20 @@ test("pass: cancel() cancels its heals in flight; a cancelled call is logged, no
   ]);
 });
 
+test("pass: stop() fixes the summary: a call answering afterwards is reported, but neither added to it nor passed on as an answer", async () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const f = fake(() => HEALED, { hold: (pv) => (pv === "pv-2" ? held : Promise.resolve()) });
+  const answered: string[] = [];
+  const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs: PVS, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 }, (pv) => void answered.push(pv)).start();
+  await waitFor("pv-1 answered, pv-2 in flight", () => answered.length === 1 && f.calls.length === 2);
+  pass.stop();
+  const sum = await pass.done;
+  release();
+  await waitFor("pv-2's answer reported", () => f.outcomes.length === 2);
+  assert.deepEqual([sum.completed, [...sum.answers.keys()], answered], [false, ["pv-1"], ["pv-1"]]);
+});
+
 test("pass: a sidecar no longer in the cluster ends the pass at once, not completed, nothing called (the heal subcommand would wait out its deadline)", async () => {
   const f = fake(() => HEALED);
   f.deps.latest = () => undefined;
