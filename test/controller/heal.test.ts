@@ -101,6 +101,26 @@ test("queue: when the dropped item was its node's next, the newer work left behi
   assert.deepEqual(log, ["run B1", "drop A1", "run A2"]);
 });
 
+test("queue: a node with nothing running or waiting is forgotten (after its last item, a supersession, clear()), so that nodes gone from the cluster leave nothing behind", async () => {
+  // White-box: the per-node entries are private, and what they cost is memory, not behaviour.
+  const q = new WorkQueue({ perNode: 1, global: 1 });
+  const nodes = () => (q as unknown as { nodes: Map<string, unknown> }).nodes.size;
+  const log: string[] = [];
+  const a = deferredItem("A", 1, 1, log, "A1");
+  q.add(a.item);
+  q.add(deferredItem("B", 1, 1, log, "B1").item);
+  assert.equal(nodes(), 2);
+  assert.equal(q.supersede("B", 2), 1, "B's only item, never run");
+  assert.equal(nodes(), 1);
+  a.release();
+  await q.idle();
+  assert.equal(nodes(), 0, "A forgotten once its last item finished");
+  q.add(deferredItem("C", 1, 1, log, "C1").item);
+  q.add(deferredItem("D", 1, 1, log, "D1").item);
+  q.clear();
+  assert.equal(nodes(), 1, "only C, whose item still runs");
+});
+
 test("queue: busy while work runs or waits; idle() resolves when the last item finishes, or when clear() drops the rest", async () => {
   const q = new WorkQueue({ perNode: 1, global: 1 });
   const log: string[] = [];
