@@ -248,9 +248,9 @@ export class HealPass {
         // count only when the sidecar is SERVING (else its answer is not awaited, nor its failure).
         const asked = conn.capabilities(PROBE_TIMEOUT_MS);
         asked.catch(() => {});
-        const serving = await conn.serving(PROBE_TIMEOUT_MS);
+        const health = await conn.health(PROBE_TIMEOUT_MS);
         if (signal.aborted) break;
-        if (serving) {
+        if (health.state === "serving") {
           const caps = await asked.catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
           if (signal.aborted) break;
           if (!(caps instanceof Error)) {
@@ -263,8 +263,8 @@ export class HealPass {
           pool.setState(s.key, "failing");
           why = `SERVING at ${conn.address}, but GetCapabilities failed: ${caps.message}`;
         } else {
-          pool.setState(s.key, "not_serving");
-          why = `not SERVING at ${conn.address}`;
+          pool.setState(s.key, health.state);
+          why = health.state === "not_serving" ? `${health.reason} at ${conn.address}` : `unreachable at ${conn.address}: ${health.reason}`;
         }
       } catch (err) {
         if (signal.aborted) break;

@@ -21,6 +21,9 @@ export interface HealAnswer {
   message: string;
 }
 
+/** A health check's outcome; `reason` is the status it answered, or why there was no answer. */
+export type SidecarHealth = { state: "serving" } | { state: "not_serving" | "unreachable"; reason: string };
+
 export class SidecarConnection {
   private readonly channel: SidecarChannel;
 
@@ -33,18 +36,20 @@ export class SidecarConnection {
   }
 
   /**
-   * true when the sidecar says SERVING; false when it says anything else or cannot be reached. A
-   * health check costs the sidecar nothing, so one left unanswered means the connection (or the
-   * node behind it) is gone without a word: the next call dials a new one rather than waiting on
-   * it until its own deadline; calls still on the old one may finish.
+   * What the sidecar's health check says: SERVING, another status, or no answer and why (refused,
+   * a certificate the CA does not verify, the deadline). A health check costs the sidecar nothing,
+   * so one left unanswered means the connection (or the node behind it) is gone without a word: the
+   * next call dials a new one rather than waiting on it until its own deadline; calls still on the
+   * old one may finish.
    */
-  async serving(timeoutMs: number): Promise<boolean> {
+  async health(timeoutMs: number): Promise<SidecarHealth> {
     try {
       const res = await this.call(HealthService.check, { service: HEALER_SERVICE }, timeoutMs, false);
-      return res.status === ServingStatus.SERVING;
+      if (res.status === ServingStatus.SERVING) return { state: "serving" };
+      return { state: "not_serving", reason: ServingStatus[res.status] ?? String(res.status) };
     } catch (err) {
       if (err instanceof CallError && err.code === status.DEADLINE_EXCEEDED) this.channel.redial();
-      return false;
+      return { state: "unreachable", reason: err instanceof Error ? err.message : String(err) };
     }
   }
 

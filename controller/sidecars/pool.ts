@@ -13,11 +13,12 @@ import { hostPort } from "../../common/net/listen-host.js";
 import { parseEndpoint } from "./endpoint.js";
 
 /**
- * serving: healthy and its capabilities read; not_serving: its health check says otherwise (or
- * fails); failing: SERVING, but GetCapabilities failed (a refused token, a server that is not a
- * healer sidecar); unresolved: its address could not be found (pod gone, no IP yet).
+ * serving: healthy and its capabilities read; not_serving: its health check answers another
+ * status; unreachable: its health check gets no answer (refused, a certificate the CA does not
+ * verify, the deadline); failing: SERVING, but GetCapabilities failed (a refused token, a server
+ * that is not a healer sidecar); unresolved: its address could not be found (pod gone, no IP yet).
  */
-export type ConnectionState = "serving" | "not_serving" | "failing" | "unresolved";
+export type ConnectionState = "serving" | "not_serving" | "unreachable" | "failing" | "unresolved";
 
 export class SidecarPool {
   private readonly conns = new Map<string, { endpoint: string; podUid: string | undefined; conn: SidecarConnection }>();
@@ -62,7 +63,7 @@ export class SidecarPool {
 
   /** Sidecars by connection state, for the metrics. */
   countByState(): Record<ConnectionState, number> {
-    const out: Record<ConnectionState, number> = { serving: 0, not_serving: 0, failing: 0, unresolved: 0 };
+    const out: Record<ConnectionState, number> = { serving: 0, not_serving: 0, unreachable: 0, failing: 0, unresolved: 0 };
     for (const st of this.states.values()) out[st]++;
     return out;
   }

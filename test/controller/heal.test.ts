@@ -273,7 +273,7 @@ function fake(
   const outcomes: HealOutcome[] = [];
   const conn = {
     address: "fake",
-    serving: async () => (o.serving ? o.serving() : true),
+    health: async () => ((o.serving ? o.serving() : true) ? { state: "serving" } : { state: "not_serving", reason: "NOT_SERVING" }),
     capabilities: async () => (typeof o.caps === "function" ? o.caps() : (o.caps ?? { healVolume: true, getVolumeHealth: true })),
     heal: async (pv: string, _mode: string, _timeoutMs: number, signal?: AbortSignal) => {
       calls.push(pv);
@@ -424,8 +424,8 @@ test("pass: a sidecar that is not SERVING yet is asked again after the backoff, 
   assert.deepEqual(
     lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => [l["sidecar"], l["attempt"], l["reason"]]),
     [
-      [SIDECAR.key, 1, "not SERVING at fake"],
-      [SIDECAR.key, 2, "not SERVING at fake"],
+      [SIDECAR.key, 1, "NOT_SERVING at fake"],
+      [SIDECAR.key, 2, "NOT_SERVING at fake"],
     ],
     "each wait is logged with its reason",
   );
@@ -629,8 +629,8 @@ test("pass: a sidecar that says SERVING but fails to tell its capabilities is co
   await waitFor("the pass to complete", () => sum, { timeoutMs: 5_000 });
   assert.deepEqual([...sum!.answers].sort(), [["pv-1", "HEALED"], ["pv-2", "HEALED"]]);
   assert.equal(f.resolves(), 2);
-  assert.deepEqual(stateWhenAskedAgain, { serving: 0, not_serving: 0, failing: 1, unresolved: 0 }, "neither unresolved (it was found) nor not_serving (it said SERVING)");
-  assert.deepEqual(f.deps.pool.countByState(), { serving: 1, not_serving: 0, failing: 0, unresolved: 0 });
+  assert.deepEqual(stateWhenAskedAgain, { serving: 0, not_serving: 0, unreachable: 0, failing: 1, unresolved: 0 }, "neither unresolved (it was found) nor not_serving (it said SERVING)");
+  assert.deepEqual(f.deps.pool.countByState(), { serving: 1, not_serving: 0, unreachable: 0, failing: 0, unresolved: 0 });
   assert.deepEqual(lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => l["reason"]), ["SERVING at fake, but GetCapabilities failed: UNAVAILABLE: connection reset"]);
 });
 
@@ -1165,7 +1165,7 @@ test("controller: restart heals cut short on several nodes at once are each heal
   ]);
 });
 
-const noStates = { serving: 0, not_serving: 0, failing: 0, unresolved: 0 };
+const noStates = { serving: 0, not_serving: 0, unreachable: 0, failing: 0, unresolved: 0 };
 const ABNORMAL: HealAnswer = { result: "NOT_HEALABLE", health: "ABNORMAL", message: "image gone" };
 const abnormalSeries = async (metrics: ReturnType<typeof createMetrics>) => (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("csi_addons_healer_volumes_abnormal{"));
 

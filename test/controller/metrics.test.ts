@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createMetrics } from "../../controller/report/metrics.js";
 
 test("every documented family, with its type and labels; the sidecar connections are read from the pool at each scrape", async () => {
-  let connections = { serving: 2, not_serving: 1, failing: 1, unresolved: 0 };
+  let connections = { serving: 2, not_serving: 1, unreachable: 1, failing: 1, unresolved: 0 };
   const m = createMetrics(() => connections);
   m.heals.inc({ driver: "drv", trigger: "restart", result: "HEALED" });
   m.healSeconds.observe({ driver: "drv", mode: "ALWAYS" }, 0.2);
@@ -35,6 +35,7 @@ test("every documented family, with its type and labels; the sidecar connections
     'csi_addons_healer_volumes_abnormal{driver="drv",node="n1"} 1',
     'csi_addons_healer_sidecar_connections{state="serving"} 2',
     'csi_addons_healer_sidecar_connections{state="not_serving"} 1',
+    'csi_addons_healer_sidecar_connections{state="unreachable"} 1',
     'csi_addons_healer_sidecar_connections{state="failing"} 1',
     "csi_addons_healer_leader 1",
     "csi_addons_healer_events_queued 4",
@@ -42,7 +43,7 @@ test("every documented family, with its type and labels; the sidecar connections
   ]) {
     assert.ok(text.split("\n").includes(sample), sample);
   }
-  connections = { serving: 0, not_serving: 0, failing: 0, unresolved: 3 };
+  connections = { serving: 0, not_serving: 0, unreachable: 0, failing: 0, unresolved: 3 };
   assert.ok((await m.registry.metrics()).split("\n").includes('csi_addons_healer_sidecar_connections{state="unresolved"} 3'), "read again at the next scrape");
 });
 

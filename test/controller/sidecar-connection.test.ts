@@ -93,7 +93,7 @@ test("SERVING, capabilities and a heal: the token on the calls that need it, nev
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [HealerType.HEAL_VOLUME, HealerType.GET_VOLUME_HEALTH], heal: healed };
   let token = "tok-1";
   const conn = connect(t, await serve(t, fake), () => token);
-  assert.equal(await conn.serving(10_000), true);
+  assert.deepEqual(await conn.health(10_000), { state: "serving" });
   assert.deepEqual(await conn.capabilities(20_000), { healVolume: true, getVolumeHealth: true });
   token = "tok-2"; // rotated: the next call carries the new one
   assert.deepEqual(await conn.heal("pv-1", "ALWAYS", 60_000), { result: "HEALED", health: "HEALTHY", message: "re-staged" });
@@ -122,10 +122,12 @@ test("capabilities: only the VolumeHealer ones count", async (t) => {
   assert.deepEqual(await conn.capabilities(3_000), { healVolume: false, getVolumeHealth: false });
 });
 
-test("not SERVING, or nobody there: serving() says false instead of throwing", async (t) => {
+test("not SERVING, or nobody there: health() says which, with the status or the reason, instead of throwing", async (t) => {
   const fake: FakeSidecar = { seen: [], serving: Serving.NOT_SERVING, healerTypes: [], heal: healed };
-  assert.equal(await connect(t, await serve(t, fake)).serving(2_000), false);
-  assert.equal(await connect(t, "127.0.0.1:1").serving(500), false);
+  assert.deepEqual(await connect(t, await serve(t, fake)).health(2_000), { state: "not_serving", reason: "NOT_SERVING" });
+  const nobody = await connect(t, "127.0.0.1:1").health(500);
+  assert.equal(nobody.state, "unreachable");
+  assert.match((nobody as { reason: string }).reason, /^UNAVAILABLE: .*ECONNREFUSED/);
 });
 
 test("answers: the driver's result and the health after it; an unknown value is named as such", async (t) => {
@@ -148,7 +150,7 @@ test("a refused call is a CallError with the sidecar's code and details; a token
   });
   await assert.rejects(broken.heal("pv-1", "ALWAYS", 5_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAUTHENTICATED && /token-file/.test(err.details));
   assert.equal(fake.seen.length, sent);
-  assert.equal(await broken.serving(2_000), true, "the health check needs no token");
+  assert.deepEqual(await broken.health(2_000), { state: "serving" }, "the health check needs no token");
 });
 
 test("a heal whose signal aborts is cancelled at once, not left to its deadline: CANCELLED here, cancelled at the sidecar; an aborted signal sends nothing", async (t) => {
@@ -179,7 +181,7 @@ test("TLS (channelSetup): verified against --sidecar-ca-file under --sidecar-tls
   const reaches = (tls: SidecarTls) => {
     const conn = new SidecarConnection(address, channelSetup(tls), () => "tok");
     t.after(() => conn.close());
-    return conn.serving(2_000);
+    return conn.health(2_000).then((h) => h.state === "serving");
   };
   const verified = { enabled: true, caFile: mine.certFile, serverName: "localhost", insecureSkipVerify: false };
   assert.equal(await reaches(verified), true);
@@ -193,7 +195,7 @@ test("one connection for every call; a sidecar restarted on its address is diall
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: healed };
   const address = await serve(t, fake);
   const conn = connect(t, address);
-  await Promise.all([conn.heal("pv-1", "ALWAYS", 5_000), conn.heal("pv-2", "ALWAYS", 5_000), conn.serving(5_000)]);
+  await Promise.all([conn.heal("pv-1", "ALWAYS", 5_000), conn.heal("pv-2", "ALWAYS", 5_000), conn.health(5_000)]);
   fake.stop!();
   await assert.rejects(conn.heal("pv-3", "ALWAYS", 2_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAVAILABLE);
   await serve(t, fake, undefined, address);
@@ -239,9 +241,9 @@ test("a health check left unanswered drops the connection: the next call goes ou
   const conn = connect(t, `127.0.0.1:${(server.address() as { port: number }).port}`);
   const slowHeal = conn.heal("pv-1", "ALWAYS", 10_000);
   await waitFor("the heal at the sidecar", () => held.length === 1);
-  assert.equal(await conn.serving(200), false);
+  assert.deepEqual(await conn.health(200), { state: "unreachable", reason: "DEADLINE_EXCEEDED: deadline of 200 ms exceeded" });
   answerHealth = true;
-  assert.equal(await conn.serving(2_000), true);
+  assert.deepEqual(await conn.health(2_000), { state: "serving" });
   assert.equal(sessions.length, 2, "the check after the silent one went out on a new connection");
   held[0]!();
   assert.equal((await slowHeal).result, "HEALED", "the heal on the old connection finished");

@@ -115,9 +115,9 @@ test("pool: connection states are counted per sidecar, and a forgotten sidecar i
   p.setState("csi/n2", "unresolved");
   p.setState("csi/n3", "serving");
   p.setState("csi/n1", "serving");
-  assert.deepEqual(p.countByState(), { serving: 2, not_serving: 0, failing: 0, unresolved: 1 });
+  assert.deepEqual(p.countByState(), { serving: 2, not_serving: 0, unreachable: 0, failing: 0, unresolved: 1 });
   p.forget("csi/n1");
-  assert.deepEqual(p.countByState(), { serving: 1, not_serving: 0, failing: 0, unresolved: 1 });
+  assert.deepEqual(p.countByState(), { serving: 1, not_serving: 0, unreachable: 0, failing: 0, unresolved: 1 });
   assert.equal(conn.closed, true);
   // Its CSIAddonsNode made again (same name, same endpoint): a new connection, not the closed one.
   const again = await p.resolve(sidecar("10.0.0.1:9070"), new AbortController().signal);
@@ -146,7 +146,7 @@ test("pool: close() forgets every state, also of sidecars that never got a conne
   p.setState("csi/n1", "serving");
   p.setState("csi/n2", "unresolved");
   p.close();
-  assert.deepEqual(p.countByState(), { serving: 0, not_serving: 0, failing: 0, unresolved: 0 });
+  assert.deepEqual(p.countByState(), { serving: 0, not_serving: 0, unreachable: 0, failing: 0, unresolved: 0 });
 });
 
 test("token: read and trimmed; a rotated file is read again; while it is briefly missing, the last good token stays", (t) => {

@@ -68,6 +68,9 @@ test("a sidecar whose certificate the CA does not verify is never called", async
   const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
   await waitFor("the controller to try the sidecar several times", () => c.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3, { timeoutMs: 30_000 });
   await waitLog(c, { message: "waiting for sidecar" });
+  const reason = String(c.logLines().find((l) => l.message === "waiting for sidecar")!["reason"]);
+  assert.match(reason, /^unreachable at .*: UNAVAILABLE: .*certificate/i, "the log names the certificate, not a sidecar that is not SERVING");
+  assert.match(await c.metrics(), /csi_addons_healer_sidecar_connections\{state="unreachable"\} 1/);
   assert.equal(c.heals().length, 0);
   assert.equal(stack.stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
 });
