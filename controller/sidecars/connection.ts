@@ -36,8 +36,8 @@ export class SidecarConnection {
   }
 
   /**
-   * What the sidecar's health check says: SERVING, another status, or no answer and why (refused,
-   * a certificate the CA does not verify, the deadline). A health check costs the sidecar nothing,
+   * What the sidecar's health check says: SERVING, another status (or an error status), or no
+   * answer and why (refused, a certificate the CA does not verify, the deadline). A health check costs the sidecar nothing,
    * so one left unanswered means the connection (or the node behind it) is gone without a word: the
    * next call dials a new one rather than waiting on it until its own deadline; calls still on the
    * old one may finish.
@@ -49,7 +49,10 @@ export class SidecarConnection {
       return { state: "not_serving", reason: ServingStatus[res.status] ?? String(res.status) };
     } catch (err) {
       if (err instanceof CallError && err.code === status.DEADLINE_EXCEEDED) this.channel.redial();
-      return { state: "unreachable", reason: err instanceof Error ? err.message : String(err) };
+      const reason = err instanceof Error ? err.message : String(err);
+      // Any other status is an answer (a server without our health service says NOT_FOUND or UNIMPLEMENTED).
+      const answered = err instanceof CallError && err.code !== status.UNAVAILABLE && err.code !== status.DEADLINE_EXCEEDED;
+      return { state: answered ? "not_serving" : "unreachable", reason };
     }
   }
 
