@@ -759,8 +759,8 @@ test("controller: a CSIAddonsNode deleted and made again (its handled marker los
 });
 
 /**
- * A leading controller over SIDECAR whose heals wait until released; `cutShort()` starts a restart
- * heal, and while its calls are in flight deletes the object (the upstream controller deletes one
+ * A leading controller over SIDECAR whose heals wait until released; `cutShort()` starts a pass
+ * (a restart heal by default), and while its calls are in flight deletes the object (the upstream controller deletes one
  * it cannot reach), then lets the calls answer.
  */
 function restartCutShort(t: { after(fn: () => unknown): void }) {
@@ -772,10 +772,11 @@ function restartCutShort(t: { after(fn: () => unknown): void }) {
   const ctl = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
   t.after(() => (release(), ctl.c.close()));
   ctl.c.lead();
-  const cutShort = async () => {
+  /** `change`: the object as changed to start the pass (by default a driver restart, healed with ALWAYS). */
+  const cutShort = async (change: Record<string, string> = restarted) => {
     held = new Promise<void>((r) => (release = r));
     const before = f.calls.length;
-    ctl.update(restarted);
+    ctl.update(change);
     await waitFor("the restart heal in flight", () => f.calls.length === before + 2);
     ctl.remove();
     release();
@@ -820,22 +821,13 @@ test("controller: a remembered cut-short restart does not apply to the object ma
 });
 
 test("controller: a first-sight check cut short by the object's deletion is a check again when the object is made again, not a heal with ALWAYS", async (t) => {
-  let release!: () => void;
-  let held = new Promise<void>((r) => (release = r));
-  const f = fake(() => HEALED, { hold: () => held });
-  const patched: string[] = [];
+  const { set, patched, cutShort, passes } = restartCutShort(t);
+  // No handled marker: a first sight of pod-1, checked.
   const firstSight = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, set, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: firstSight }, async (m) => void patched.push(m));
-  t.after(() => (release(), c.close()));
-  c.lead();
-  await waitFor("the first-sight check in flight", () => f.calls.length === 2);
-  remove();
-  release();
-  held = Promise.resolve();
+  await cutShort(firstSight);
   set("add", { ...SIDECAR, annotations: firstSight });
   await waitFor("the check's marker recorded", () => patched.length === 1);
-  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["trigger"], l["mode"]]);
-  assert.deepEqual(passes, [["first-sight", "IF_ABNORMAL"], ["first-sight", "IF_ABNORMAL"]]);
+  assert.deepEqual(passes().map((l) => [l["trigger"], l["mode"]]), [["first-sight", "IF_ABNORMAL"], ["first-sight", "IF_ABNORMAL"]]);
 });
 
 test("controller: only a check interval of 0 turns the periodic checks off: one of 1 ms checks", async (t) => {

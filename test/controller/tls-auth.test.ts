@@ -43,7 +43,7 @@ after(async () => {
   await stack?.stop();
 });
 
-const secureArgs = (caFile: string) => ["--sidecar-tls=true", `--sidecar-ca-file=${caFile}`, "--sidecar-tls-server-name=localhost", `--token-file=${tokenFile}`];
+const secureArgs = (caFile: string, token = tokenFile) => ["--sidecar-tls=true", `--sidecar-ca-file=${caFile}`, "--sidecar-tls-server-name=localhost", `--token-file=${token}`];
 
 test("TLS verified against the CA, bearer token accepted; a rotated token is re-read", async () => {
   const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: secureArgs(tls.certFile) });
@@ -78,7 +78,7 @@ test("a sidecar whose certificate the CA does not verify is never called", async
 test("a token the sidecar refuses: nothing reaches the driver, the sidecar is counted as failing (not unresolved) and the log says why", async () => {
   const refused = join(dir, "refused-token");
   writeFileSync(refused, "token-nobody-issued");
-  const args = [...secureArgs(tls.certFile).filter((a) => !a.startsWith("--token-file=")), `--token-file=${refused}`, "--check-interval=300ms"];
+  const args = [...secureArgs(tls.certFile, refused), "--check-interval=300ms"];
   const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args });
   controllers.push(c);
   const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
