@@ -177,7 +177,7 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
   assert.deepEqual(again.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
 });
 
-test("adopted by a DaemonSet of another name after a deletion: made at once under the name of the owner the Pod has now, not at the next periodic check", async () => {
+test("adopted by a DaemonSet of another name after a deletion: made at once under the name of the owner the Pod has now, not at the next periodic check, and watched under that name", async () => {
   // The periodic check every 40 s: only the reconcile itself can make the object in time.
   const { m } = manager(120_000);
   m.setDriver(DRIVER);
@@ -198,6 +198,10 @@ test("adopted by a DaemonSet of another name after a deletion: made at once unde
     assert.deepEqual(made.metadata.ownerReferences.map((o: Obj) => [o.name, o.uid]), [[renamed, uid]]);
     await placed(m);
     assert.equal(stored(), undefined, "nothing left under the old name");
+    // The watch follows the new name: a deletion there is seen at once, not at the periodic check.
+    api.delete(CAN, "CSIAddonsNode", NAMESPACE, newName);
+    const again = await waitFor("made again under the new name", () => (api.get(CAN, "CSIAddonsNode", NAMESPACE, newName) as Obj | undefined) ?? false);
+    assert.notEqual(again.metadata.uid, made.metadata.uid);
   } finally {
     const now = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
     api.update({ ...now, metadata: { ...now.metadata, ownerReferences: p.metadata.ownerReferences } });
@@ -480,4 +484,28 @@ test("failed watches are counted in a row only: three, then a watch that deliver
   assert.equal(callsOf("replaceCSIAddonsNode").length, 0, "eight failures, but not six in a row: no rewrite");
   assert.equal(callsOf("getCSIAddonsNode").length, reads, "and no read");
   assert.ok(m.presence.condition.ok);
+});
+
+test("an API that fails before the object is placed: readiness names the API's error, and no longer once the object is placed", async () => {
+  api.faults.failNext(1_000, 500, { verb: "get", resource: "pods" });
+  const { m } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("readiness naming the API's error", () => /not confirmed by the API yet; last API error: 500 /.test(m.presence.condition.reason));
+  assert.equal(m.presence.condition.ok, false);
+  api.faults.clear();
+  await placed(m);
+  assert.doesNotMatch(m.presence.condition.reason, /last API error/);
+});
+
+test("closed: readiness changes no more, not even when the bound passes without a confirmation", async () => {
+  const { m } = manager(300);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const changes: unknown[] = [];
+  m.presence.on("change", (c) => changes.push(c));
+  m.close();
+  // Timers fire in the order they are due: the presence's expiry (due 300 ms after its last
+  // confirmation, before close()) fires before this one.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.deepEqual(changes, []);
 });
