@@ -153,7 +153,7 @@ test("the backoff starts over after a success: a failure after a long outage is 
 });
 
 test("recreated after a deletion under the owner the Pod has now: a DaemonSet made again under the same name (new uid) while the pod lived on", async () => {
-  const { m } = manager();
+  const { m, callsOf } = manager();
   m.setDriver(DRIVER);
   await placed(m);
   const first = stored()!;
@@ -170,16 +170,19 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
   const ref = (pod()["metadata"] as Obj)["ownerReferences"][0] as Obj;
   api.update({ ...p, metadata: { ...p.metadata, ownerReferences: [{ ...ref, uid: newUid }] } });
   // The garbage collector then deletes the CSIAddonsNode owned by the old uid.
+  const reads = callsOf("getCSIAddonsNode").length;
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
 
   const again = await waitFor("recreated", () => (stored() && stored()!.metadata.uid !== first.metadata.uid ? stored() : undefined));
   // Read before creating: with the old uid the garbage collector would delete it again.
   assert.deepEqual(again.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+  // The new owner keeps the object's name: made at once, without reading the object again first.
+  assert.equal(callsOf("getCSIAddonsNode").length, reads + 1);
 });
 
 test("adopted by a DaemonSet of another name after a deletion: made at once under the name of the owner the Pod has now, not at the next periodic check, and watched under that name", async () => {
   // The periodic check every 40 s: only the reconcile itself can make the object in time.
-  const { m } = manager(120_000);
+  const { m, lines } = manager(120_000);
   m.setDriver(DRIVER);
   await placed(m);
   const p = api.get("v1", "Pod", NAMESPACE, POD) as Obj;
@@ -198,6 +201,7 @@ test("adopted by a DaemonSet of another name after a deletion: made at once unde
     assert.deepEqual(made.metadata.ownerReferences.map((o: Obj) => [o.name, o.uid]), [[renamed, uid]]);
     await placed(m);
     assert.equal(stored(), undefined, "nothing left under the old name");
+    assert.deepEqual(lines.filter((l) => l["message"] === "created CSIAddonsNode").map((l) => l["name"]), [CSI_ADDONS_NODE_NAME, newName]);
     // The watch follows the new name: a deletion there is seen at once, not at the periodic check.
     api.delete(CAN, "CSIAddonsNode", NAMESPACE, newName);
     const again = await waitFor("made again under the new name", () => (api.get(CAN, "CSIAddonsNode", NAMESPACE, newName) as Obj | undefined) ?? false);
@@ -508,4 +512,46 @@ test("closed: readiness changes no more, not even when the bound passes without 
   // confirmation, before close()) fires before this one.
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.deepEqual(changes, []);
+});
+
+test("the API failing while the object is put in place: the outage logged once when it starts (warn) and once when it ends, with the number of failed requests", async () => {
+  api.faults.failNext(3, 500, { verb: "get", resource: "pods" });
+  const { m, lines } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  assert.deepEqual(failures(lines).map((l) => l["level"]), ["warn", "debug", "debug"]);
+  const answered = lines.filter((l) => l["message"] === "the Kubernetes API answers again");
+  assert.deepEqual(answered.map((l) => [l["level"], l["failedRequests"]]), [["info", 3]]);
+});
+
+test("an object in place at start (the sidecar restarted): updated once, then left alone", async () => {
+  await api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE }));
+  const { m, callsOf } = manager(300);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const reads = callsOf("getCSIAddonsNode").length;
+  await waitFor("three periodic checks", () => callsOf("getCSIAddonsNode").length >= reads + 3);
+  assert.equal(callsOf("replaceCSIAddonsNode").length, 1);
+  assert.equal(callsOf("createCSIAddonsNode").length, 0);
+});
+
+test("created by someone else between our read and our create (409): read again and updated, and that is no failure", async () => {
+  api.faults.latency(1_000, { verb: "create", resource: "csiaddonsnodes" });
+  const { m, lines, callsOf } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("the manager's create to arrive", () => api.counters.get("create", "csiaddonsnodes") >= 1);
+  await api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE }));
+  await placed(m);
+  assert.equal(callsOf("replaceCSIAddonsNode").length, 1);
+  assert.deepEqual(failures(lines), []);
+});
+
+test("no object at start and its create held at the API server: readiness says it is not found", async () => {
+  api.faults.latency(1_000, { verb: "create", resource: "csiaddonsnodes" });
+  const { m } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("the manager's create to arrive", () => api.counters.get("create", "csiaddonsnodes") >= 1);
+  assert.equal(m.presence.condition.ok, false);
+  assert.match(m.presence.condition.reason, /missing \(not found\)/);
+  await placed(m);
 });
