@@ -555,3 +555,17 @@ test("no object at start and its create held at the API server: readiness says i
   assert.match(m.presence.condition.reason, /missing \(not found\)/);
   await placed(m);
 });
+
+test("deleted between our read and our update (404): read again and made anew at once, and that is no failure", async () => {
+  await api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE }));
+  const old = stored()!;
+  api.faults.latency(1_000, { verb: "update", resource: "csiaddonsnodes" });
+  const { m, lines, callsOf } = manager();
+  m.setDriver(DRIVER);
+  await waitFor("the manager's update to arrive", () => api.counters.get("update", "csiaddonsnodes") >= 1);
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await placed(m);
+  assert.notEqual(stored()!.metadata.uid, old.metadata.uid);
+  assert.equal(callsOf("createCSIAddonsNode").length, 1);
+  assert.deepEqual(failures(lines), []);
+});
