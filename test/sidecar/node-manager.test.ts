@@ -569,3 +569,16 @@ test("deleted between our read and our update (404): read again and made anew at
   assert.equal(callsOf("createCSIAddonsNode").length, 1);
   assert.deepEqual(failures(lines), []);
 });
+
+test("an object in place at start keeps other owners' references; ours replaces the one to a former owner of the same name", async () => {
+  const ref = (kind: string, name: string, uid: string) => ({ apiVersion: kind === "ConfigMap" ? "v1" : "apps/v1", kind, name, uid });
+  const others = [ref("DaemonSet", `${DAEMONSET}-other`, "5f0c7c1e-1111-4a4a-9d9d-0000000000b1"), ref("ConfigMap", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b2")];
+  const former = ref("DaemonSet", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b3");
+  const left = csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE });
+  await api.create({ ...left, metadata: { ...(left["metadata"] as Obj), ownerReferences: [...others, former] } });
+  const { m } = manager();
+  m.setDriver(DRIVER);
+  await placed(m);
+  const ds = api.get("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET) as Obj;
+  assert.deepEqual(stored()!.metadata.ownerReferences.map((o: Obj) => [o.kind, o.name, o.uid]), [...others.map((o) => [o.kind, o.name, o.uid]), ["DaemonSet", DAEMONSET, ds.metadata.uid]]);
+});
