@@ -322,7 +322,7 @@ function stalledWatch(over: KubeApi): KubeApi {
   });
 }
 
-test("its watch stalled (open, silent), the periodic check alone finds the object changed and puts it back, and finds it being deleted and says so", async () => {
+test("its watch stalled (open, silent), the periodic check alone finds the object changed and puts it back, finds it being deleted and says so, and finds it gone and makes it again", async () => {
   const { m } = manager(300, stalledWatch(real));
   m.setDriver(DRIVER);
   await placed(m);
@@ -335,6 +335,16 @@ test("its watch stalled (open, silent), the periodic check alone finds the objec
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
   await waitFor("not ready while it is being deleted", () => !m.presence.condition.ok);
   assert.match(m.presence.condition.reason, /being deleted/);
+
+  const held = stored()!;
+  api.update({ ...held, metadata: { ...held.metadata, finalizers: [] } });
+  const again = await waitFor("made again once the deletion ended", () => stored() && stored()!.metadata.uid !== now.metadata.uid && stored());
+  await placed(m);
+
+  // Deleted at once, nothing reconciling: the periodic check alone finds it gone and has it made again.
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("made again after a deletion the watch did not tell", () => stored() && stored()!.metadata.uid !== again.metadata.uid);
+  await placed(m);
 });
 
 test("the periodic check finding the Pod's owner made again (same name, new uid) puts the object under it at once, not one check later", async () => {
@@ -419,7 +429,7 @@ test("a failed watch resumes from the last resourceVersion seen: the object not 
   assert.equal(callsOf("createCSIAddonsNode").length, 2);
 });
 
-test("a watch too far behind (410 Gone) starts over from a fresh read and write", async (t) => {
+test("a watch too far behind (410 Gone) starts over from a fresh read and write, and its count of failed watches with it", async (t) => {
   const small = await startTestKube([], { historySize: 5 });
   const smallTransport = new KubeTransport(await kubeconfigEndpoint(small.kubeconfigPath));
   t.after(async () => {
@@ -443,6 +453,14 @@ test("a watch too far behind (410 Gone) starts over from a fresh read and write"
   assert.ok(m.presence.condition.ok);
   // A watch tried while the server was down may have failed; the 410 is not such an error.
   assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting" && /^410 /.test(String(l["reason"]))), "410 is not an error to back off from");
+
+  // Started over, the count of failed watches starts over too: five in a row are not yet six.
+  // Counted where they arrive: a watch still on its way when the others are dropped fails there.
+  const watches = small.counters.get("watch", "csiaddonsnodes");
+  small.faults.failNext(5, 500, { verb: "watch", resource: "csiaddonsnodes" });
+  small.faults.dropWatches();
+  await waitFor("five failed watches, then one that holds", () => small.counters.get("watch", "csiaddonsnodes") >= watches + 6, { timeoutMs: 40_000 });
+  assert.equal(callsOf("replaceCSIAddonsNode").length, 1);
 });
 
 test("the periodic check failing: the outage logged once when it starts (warn) and once when it ends, with the number of failed requests", async () => {
@@ -581,4 +599,20 @@ test("an object in place at start keeps other owners' references; ours replaces 
   await placed(m);
   const ds = api.get("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET) as Obj;
   assert.deepEqual(stored()!.metadata.ownerReferences.map((o: Obj) => [o.kind, o.name, o.uid]), [...others.map((o) => [o.kind, o.name, o.uid]), ["DaemonSet", DAEMONSET, ds.metadata.uid]]);
+});
+
+test("a periodic check whose read a reconcile overtook leaves the object to the reconcile: a deletion the watch told is not warned about again as 'not found on a periodic check'", async () => {
+  const { m, lines, callsOf } = manager(600);
+  m.setDriver(DRIVER);
+  await placed(m);
+  const uid = stored()!.metadata.uid;
+  // Reads answered 500 ms late: the check's read is answered after the deletion below, and the
+  // reconcile the watch's DELETED event starts is still reading when that answer arrives.
+  api.faults.latency(500, { verb: "get", resource: "csiaddonsnodes" });
+  const reads = callsOf("getCSIAddonsNode").length;
+  await waitFor("a periodic check's read on its way", () => callsOf("getCSIAddonsNode").length > reads);
+  api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
+  await waitFor("made again", () => stored() && stored()!.metadata.uid !== uid);
+  assert.ok(lines.some((l) => l["message"] === "CSIAddonsNode was deleted; recreating it"));
+  assert.deepEqual(lines.filter((l) => l["message"] === "CSIAddonsNode not found on a periodic check; creating it again"), []);
 });

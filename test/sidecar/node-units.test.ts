@@ -49,6 +49,17 @@ test("presence: silence past the bound ends readiness; closed, it tells nothing 
   assert.equal(p.condition.ok, false);
 });
 
+test("presence: known to be missing, it stays missing when the bound passes: the bound's lapse does not hide why", (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
+  const { p, changes } = presence(200);
+  p.confirmed();
+  p.missing("deleted");
+  t.mock.timers.tick(1_000);
+  assert.deepEqual(changes.map((c) => c.ok), [true, false]);
+  assert.equal(p.condition.reason, "CSIAddonsNode csi/node-1-csi missing (deleted)");
+  p.close();
+});
+
 test("presence: an API error is told while not ready, once per distinct error, and not while ready", () => {
   const { p, changes } = presence();
   p.failed("500 InternalError: boom");
