@@ -7,17 +7,13 @@
 import { KubeError, type CSIAddonsNode, type KubeApi } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
 import { Backoff, delay } from "../../common/util/delay.js";
+import { desiredCSIAddonsNode, isAsWanted } from "./desired.js";
 import { csiAddonsNodeName } from "./name.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
 import { Presence } from "./presence.js";
 
 /** Failed watches in a row (waits of 0.2 + 0.4 + 0.8 + 1.6 + 3.2 s between them) before starting over from a read. */
 const WATCH_FAILURES_BEFORE_RESYNC = 6;
-
-export const ANNOTATION_PREFIX = "sidecar.csiaddons.openshift.io/";
-export const CREATED_BY_POD_UID = `${ANNOTATION_PREFIX}createdByPodUID`;
-export const LAST_UPDATED_AT = `${ANNOTATION_PREFIX}lastUpdatedAt`;
-export const DRIVER_RESTARTED_AT = `${ANNOTATION_PREFIX}driverRestartedAt`;
 
 export interface NodeManagerOptions {
   kube: KubeApi;
@@ -215,30 +211,8 @@ export class CSIAddonsNodeManager {
   }
 
   private desired(existing: CSIAddonsNode | undefined): CSIAddonsNode {
-    const owner = this.owner!;
-    const meta = existing?.metadata ?? {};
-    const annotations: Record<string, string> = {
-      ...meta.annotations,
-      [CREATED_BY_POD_UID]: this.opts.podUid || owner.podUid,
-      [LAST_UPDATED_AT]: new Date().toISOString(),
-    };
-    if (this.restartedAt) annotations[DRIVER_RESTARTED_AT] = this.restartedAt;
-    // Others' references stay; ours is replaced, also one to a former owner of the same name.
-    const ours = owner.ownerReference;
-    const others = (meta.ownerReferences ?? []).filter((o) => o.uid !== ours.uid && !(o.kind === ours.kind && o.name === ours.name));
-    return {
-      apiVersion: "csiaddons.openshift.io/v1alpha1",
-      kind: "CSIAddonsNode",
-      metadata: {
-        ...meta,
-        name: this.name!,
-        namespace: this.opts.namespace,
-        annotations,
-        ownerReferences: [...others, owner.ownerReference],
-      },
-      spec: { driver: { name: this.driverName!, endpoint: this.opts.endpoint, nodeID: this.opts.nodeId } },
-      ...(existing?.status ? { status: existing.status } : {}),
-    };
+    const { namespace, podUid, endpoint, nodeId } = this.opts;
+    return desiredCSIAddonsNode({ name: this.name!, namespace, owner: this.owner!, podUid, driverName: this.driverName!, endpoint, nodeId, restartedAt: this.restartedAt }, existing);
   }
 
   /**
@@ -297,14 +271,7 @@ export class CSIAddonsNodeManager {
   }
 
   private matches(obj: CSIAddonsNode): boolean {
-    const d = obj.spec?.driver;
-    const uid = this.owner?.ownerReference.uid;
-    return (
-      d?.name === this.driverName &&
-      d?.nodeID === this.opts.nodeId &&
-      d?.endpoint === this.opts.endpoint &&
-      (obj.metadata.ownerReferences ?? []).some((o) => o.uid === uid)
-    );
+    return isAsWanted(obj, { driverName: this.driverName, endpoint: this.opts.endpoint, nodeId: this.opts.nodeId }, this.owner?.ownerReference.uid);
   }
 
   /** Re-reads the Pod's owner and the object every third of the bound, while nothing else is pending. */
