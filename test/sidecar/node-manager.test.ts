@@ -73,9 +73,12 @@ function manager(confirmTimeoutMs = 60_000, over = real) {
   return { m, lines, callsOf, methods };
 }
 
+/** A CSIAddonsNode with our spec under our name, as one left by an earlier pod (no owner reference). */
+const ours = () => csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE });
+
 /** Our object, deleted while a finalizer holds it: it stays with a deletionTimestamp. */
 async function pendingDeletion(): Promise<void> {
-  const held = csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE });
+  const held = ours();
   await api.create({ ...held, metadata: { ...held["metadata"], finalizers: ["csiaddons.openshift.io/node"] } });
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
 }
@@ -216,14 +219,18 @@ test("adopted by a DaemonSet of another name after a deletion: made at once unde
 
 /** A CSIAddonsNode of another driver under our name: its immutable spec.driver.name makes our update a 422. */
 const foreign = () => api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: "other.csi.example.com", endpoint: "pod://x.csi:9070", nodeID: NODE }));
+/** A manager started with its first `verb` of the CSIAddonsNode held a second at the API server; returns once that request is there. */
+async function firstHeld(verb: "create" | "update" | "delete") {
+  api.faults.latency(1_000, { verb, resource: "csiaddonsnodes" });
+  const made = manager();
+  made.m.setDriver(DRIVER);
+  await waitFor(`the manager's ${verb} to arrive`, () => api.counters.get(verb, "csiaddonsnodes") >= 1);
+  return made;
+}
 /** A manager replacing a foreign object, its delete held for a second at the API server. */
 async function deleteOfForeignHeld() {
   await foreign();
-  api.faults.latency(1_000, { verb: "delete", resource: "csiaddonsnodes" });
-  const { m, lines } = manager();
-  m.setDriver(DRIVER);
-  await waitFor("the manager's delete to arrive", () => api.counters.get("delete", "csiaddonsnodes") >= 1);
-  return { m, lines };
+  return firstHeld("delete");
 }
 const failures = (lines: Record<string, unknown>[]) => lines.filter((l) => l["message"] === "cannot put CSIAddonsNode in place; retrying");
 
@@ -543,7 +550,7 @@ test("the API failing while the object is put in place: the outage logged once w
 });
 
 test("an object in place at start (the sidecar restarted): updated once, then left alone", async () => {
-  await api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE }));
+  await api.create(ours());
   const { m, callsOf } = manager(300);
   m.setDriver(DRIVER);
   await placed(m);
@@ -554,33 +561,24 @@ test("an object in place at start (the sidecar restarted): updated once, then le
 });
 
 test("created by someone else between our read and our create (409): read again and updated, and that is no failure", async () => {
-  api.faults.latency(1_000, { verb: "create", resource: "csiaddonsnodes" });
-  const { m, lines, callsOf } = manager();
-  m.setDriver(DRIVER);
-  await waitFor("the manager's create to arrive", () => api.counters.get("create", "csiaddonsnodes") >= 1);
-  await api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE }));
+  const { m, lines, callsOf } = await firstHeld("create");
+  await api.create(ours());
   await placed(m);
   assert.equal(callsOf("replaceCSIAddonsNode").length, 1);
   assert.deepEqual(failures(lines), []);
 });
 
 test("no object at start and its create held at the API server: readiness says it is not found", async () => {
-  api.faults.latency(1_000, { verb: "create", resource: "csiaddonsnodes" });
-  const { m } = manager();
-  m.setDriver(DRIVER);
-  await waitFor("the manager's create to arrive", () => api.counters.get("create", "csiaddonsnodes") >= 1);
+  const { m } = await firstHeld("create");
   assert.equal(m.presence.condition.ok, false);
   assert.match(m.presence.condition.reason, /missing \(not found\)/);
   await placed(m);
 });
 
 test("deleted between our read and our update (404): read again and made anew at once, and that is no failure", async () => {
-  await api.create(csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE }));
+  await api.create(ours());
   const old = stored()!;
-  api.faults.latency(1_000, { verb: "update", resource: "csiaddonsnodes" });
-  const { m, lines, callsOf } = manager();
-  m.setDriver(DRIVER);
-  await waitFor("the manager's update to arrive", () => api.counters.get("update", "csiaddonsnodes") >= 1);
+  const { m, lines, callsOf } = await firstHeld("update");
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
   await placed(m);
   assert.notEqual(stored()!.metadata.uid, old.metadata.uid);
@@ -592,7 +590,7 @@ test("an object in place at start keeps other owners' references; ours replaces 
   const ref = (kind: string, name: string, uid: string) => ({ apiVersion: kind === "ConfigMap" ? "v1" : "apps/v1", kind, name, uid });
   const others = [ref("DaemonSet", `${DAEMONSET}-other`, "5f0c7c1e-1111-4a4a-9d9d-0000000000b1"), ref("ConfigMap", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b2")];
   const former = ref("DaemonSet", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b3");
-  const left = csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE });
+  const left = ours();
   await api.create({ ...left, metadata: { ...(left["metadata"] as Obj), ownerReferences: [...others, former] } });
   const { m } = manager();
   m.setDriver(DRIVER);
