@@ -11,7 +11,7 @@
 // write it repeats, so it bumps that Event rather than racing it into a second one.
 import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
-import type { EventRecord, KubeWrites } from "../kube/api.js";
+import { KubeRequestError, type EventRecord, type KubeWrites } from "../kube/api.js";
 import type { PvInfo } from "../plan/types.js";
 
 /** Namespace of events about cluster-scoped objects (what kubectl describe pv looks in). */
@@ -126,8 +126,11 @@ export class EventRecorder {
         try {
           await this.kube.bumpEvent(prev.namespace, prev.name, prev.count, signal);
           return;
-        } catch {
-          // Expired or deleted by the API server: start a new one.
+        } catch (err) {
+          // Expired or deleted by the API server: start a new one. Any other failure (a refused
+          // patch, an API server in trouble) is this write's, as in client-go's recorder: a new
+          // Event for every repeat would flood the namespace and hide the refusal.
+          if (!(err instanceof KubeRequestError && err.status === 404)) throw err;
         }
       }
       const name = await this.kube.createEvent(namespace, e, signal);

@@ -4,7 +4,7 @@
 // slice the recorder uses; the integration tests cover the real API server.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { EventRecord } from "../../controller/kube/api.js";
+import { KubeRequestError, type EventRecord } from "../../controller/kube/api.js";
 import { EventRecorder } from "../../controller/report/events.js";
 import type { PvInfo } from "../../controller/plan/types.js";
 import { captureLogger } from "../support/capture-logger.js";
@@ -219,7 +219,7 @@ test("a repeat whose Event is gone (expired by the API server: the bump fails) s
       return `ev-${created.length}`;
     },
     async bumpEvent(_namespace: string, name: string) {
-      if (gone.has(name)) throw new Error(`events "${name}" not found`);
+      if (gone.has(name)) throw new KubeRequestError(404, `patch Event default/${name}: HTTP 404: events "${name}" not found`);
       bumped.push(name);
     },
   };
@@ -239,4 +239,31 @@ test("a repeat whose Event is gone (expired by the API server: the bump fails) s
   assert.deepEqual(created, ["pv-1", "pv-2", "pv-1", "pv-3", "pv-2"]);
   assert.deepEqual(bumped, ["ev-3"]);
   assert.deepEqual(lines.filter((l) => l["level"] === "warn"), [], "a gone Event is not a failure to report");
+});
+
+test("a repeat whose bump is refused (403) or fails (500) is that write's failure, logged: no new Event for every repeat", async () => {
+  const created: string[] = [];
+  let answer = 403;
+  const kube = {
+    async createEvent(_namespace: string, e: EventRecord) {
+      created.push(e.involved.name);
+      return `ev-${created.length}`;
+    },
+    async bumpEvent(_namespace: string, name: string) {
+      throw new KubeRequestError(answer, `patch Event default/${name}: HTTP ${answer}`);
+    },
+  };
+  const { lines, logger } = captureLogger();
+  const rec = new EventRecorder(kube, logger, metrics());
+  const healed = () => rec.volume(pv(1), "Normal", "VolumeHealed", "volume healed");
+  healed();
+  await rec.flush(5_000);
+  healed();
+  await rec.flush(5_000);
+  answer = 500;
+  healed();
+  await rec.flush(5_000);
+  assert.deepEqual(created, ["pv-1"]);
+  const failed = lines.filter((l) => l["message"] === "could not record event");
+  assert.deepEqual(failed.map((l) => [l["level"], l["error"]]), [["warn", "patch Event default/ev-1: HTTP 403"], ["warn", "patch Event default/ev-1: HTTP 500"]]);
 });
