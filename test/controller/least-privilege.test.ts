@@ -14,7 +14,7 @@ import { loadManifests, noKubectl } from "../deploy/load.js";
 import { loadRbacRules, type Rule } from "../deploy/rbac.js";
 import { startControllerProc, type ControllerProc } from "../support/controller.js";
 import { tempDir } from "../support/proc.js";
-import { waitFor } from "../support/wait.js";
+import { StopWaiting, waitFor } from "../support/wait.js";
 import { NAMESPACE, namespace } from "../support/fixtures.js";
 import { AUDIENCE, authArgs, makeTlsFiles, type TlsFiles } from "../sidecar/secure-sidecar.js";
 import { HANDLED, handleOf, startStack, type Stack } from "./stack.js";
@@ -66,7 +66,8 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
   const step = async (what: string, probe: () => unknown) => {
     await waitFor(what, async () => {
       const forbidden = c?.logLines().find((l) => JSON.stringify(l).includes("HTTP 403"));
-      if (forbidden) throw new Error(`refused: ${JSON.stringify(forbidden)}`);
+      // A refusal ends the wait at once: with one permission taken away, nothing else answers a 403.
+      if (forbidden) throw new StopWaiting(`refused: ${JSON.stringify(forbidden)}`);
       return probe();
     }, { timeoutMs });
   };
