@@ -65,8 +65,9 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
   let c: ControllerProc | undefined;
   const step = async (what: string, probe: () => unknown) => {
     await waitFor(what, async () => {
-      const forbidden = c?.logLines().find((l) => JSON.stringify(l).includes("HTTP 403"));
-      // A refusal ends the wait at once: with one permission taken away, nothing else answers a 403.
+      const forbidden = c?.logLines().find((l) => /HTTP 403|PERMISSION_DENIED/.test(JSON.stringify(l)));
+      // A refusal (the API server's 403, the sidecar's PERMISSION_DENIED) ends the wait at once:
+      // with one permission taken away, nothing else refuses.
       if (forbidden) throw new StopWaiting(`refused: ${JSON.stringify(forbidden)}`);
       return probe();
     }, { timeoutMs });
