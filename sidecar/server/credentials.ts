@@ -57,6 +57,9 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
   private current: Identity | undefined;
   private selfSigned: Identity | undefined;
   private stamp = "";
+  /** The unusable files last seen while serving a pair from files, and whether that was said at warn. */
+  private unusable: { files: string; warned: boolean } | undefined;
+  private refreshing: Promise<void> | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: TlsOptions) {
@@ -67,9 +70,25 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
     }
   }
 
-  async refresh(): Promise<void> {
+  /**
+   * Reads the files and tells what changed. A look the timer starts while one is still running
+   * (the first, making a self-signed pair, can take longer than the period) joins it: two at once
+   * would both find the files missing and make and announce a self-signed pair each.
+   */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.look().finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async look(): Promise<void> {
     const read = await this.readFiles();
     if (read.stamp === this.stamp) return;
+    const same = read.identity && this.current && read.identity.certificate.equals(this.current.certificate) && read.identity.privateKey.equals(this.current.privateKey);
+    if (same) {
+      // The stamp of a file caught while it was being written, then of the finished file: one pair.
+      this.stamp = read.stamp;
+      return;
+    }
     if (read.identity) {
       this.opts.logger.info("serving the TLS certificate from files", { certFile: this.opts.certFile });
     } else if (read.error && this.opts.requireFiles) {
@@ -91,9 +110,10 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
   private async readFiles(): Promise<{ stamp: string; identity?: Identity; error?: string }> {
     const { certFile, keyFile } = this.opts;
     if (!certFile || !keyFile) return { stamp: SELF_SIGNED };
+    let stamp: string | undefined;
     try {
       const [c, k] = await Promise.all([stat(certFile), stat(keyFile)]);
-      const stamp = `${c.mtimeMs}:${c.size}:${k.mtimeMs}:${k.size}`;
+      stamp = `${c.mtimeMs}:${c.size}:${k.mtimeMs}:${k.size}`;
       if (stamp === this.stamp) return { stamp };
       const identity = { certificate: await readFile(certFile), privateKey: await readFile(keyFile) };
       // A rotation caught between writing the two files gives a pair that does not match; grpc-js
@@ -103,7 +123,14 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
     } catch (err) {
       const error = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       if (this.current && this.stamp !== SELF_SIGNED) {
-        this.opts.logger.debug("TLS certificate files not usable; keeping the current certificate", { certFile, reason: error });
+        // Half-way through a rotation the files look like this for a moment (debug); the same
+        // files still unusable at the next look are a rotation gone wrong, said once at warn,
+        // before the certificate being served runs out.
+        const files = `${stamp ?? "unreadable"}:${error}`;
+        const again = this.unusable?.files === files;
+        const warn = again && !this.unusable!.warned;
+        this.unusable = { files, warned: again };
+        this.opts.logger.log(warn ? "warn" : "debug", "TLS certificate files not usable; keeping the current certificate", { certFile, reason: error });
         return { stamp: this.stamp };
       }
       return { stamp: SELF_SIGNED, error };

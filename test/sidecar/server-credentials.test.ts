@@ -84,6 +84,14 @@ test("files missing, not required: a self-signed pair for the pod's name at once
   assert.deepEqual(s.told.map((t) => t.source), ["self-signed", "files"]);
 });
 
+test("files missing, looked at every millisecond: the self-signed pair made and announced once, the warning said once", async () => {
+  const s = await serve({ ...files(), refreshMs: 1 });
+  // Making the pair takes milliseconds, the timer's looks meanwhile would each have found the
+  // files missing, said so and begun a pair of their own: they join the first instead.
+  assert.equal(s.lines.filter((l) => l["message"] === "TLS certificate files not usable; serving a self-signed certificate until they are").length, 1);
+  assert.deepEqual(s.told.map((t) => t.source), ["self-signed"]);
+});
+
 test("files missing and required: no credentials, an error naming both files, no timer left re-reading them", async (t) => {
   const f = files();
   const started = t.mock.method(globalThis, "setInterval");
@@ -111,6 +119,42 @@ test("a rotation caught half-way (a new certificate beside the old key) is not s
   writeFileSync(f.keyFile, second.key);
   await waitFor("the new pair served", async () => (await servedCertificate(s.port)).subject.CN === "second");
   assert.deepEqual(s.told.map((t) => t.source), ["files", "files"]);
+});
+
+test("a rotation that stays broken (a new certificate whose key never comes) is said once at warn while the current pair serves on; the next broken one again", async () => {
+  const f = files();
+  f.write(await pair("first"));
+  const s = await serve(f);
+  const levels = (from: number) => s.lines.filter((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate").slice(from).map((l) => l["level"]);
+  /** Waits for the warning and two looks after it; the first look is debug (it may be a rotation half-way), one warning in all. */
+  const warnedOnce = async (from: number) => {
+    await waitFor("the broken pair warned about, then looked at twice more", () => levels(from).indexOf("warn") >= 0 && levels(from).length >= levels(from).indexOf("warn") + 3);
+    assert.equal(levels(from)[0], "debug");
+    assert.equal(levels(from).filter((l) => l === "warn").length, 1);
+  };
+  const second = await pair("second");
+  writeFileSync(f.certFile, second.cert);
+  await warnedOnce(0);
+  assert.equal((await servedCertificate(s.port)).subject.CN, "first");
+
+  writeFileSync(f.keyFile, second.key);
+  await waitFor("the mended pair served", async () => (await servedCertificate(s.port)).subject.CN === "second");
+  const third = await pair("third");
+  const before = levels(0).length;
+  writeFileSync(f.certFile, third.cert);
+  await warnedOnce(before);
+});
+
+test("the same pair written again (new times, same bytes: how a look can also catch a file being written) is not announced again", async () => {
+  const f = files();
+  const p = await pair("first");
+  f.write(p);
+  const s = await serve({ ...f, refreshMs: 1 });
+  f.write(p);
+  // Looks every millisecond; a slow machine can only make this pass without looking, never fail.
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(s.told.length, 1);
+  assert.equal(s.lines.filter((l) => l["message"] === "serving the TLS certificate from files").length, 1);
 });
 
 test("TLS off: insecure credentials, nothing loaded", async () => {
