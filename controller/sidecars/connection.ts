@@ -37,10 +37,10 @@ export class SidecarConnection {
 
   /**
    * What the sidecar's health check says: SERVING, another status (or an error status), or no
-   * answer and why (refused, a certificate the CA does not verify, the deadline). A health check costs the sidecar nothing,
-   * so one left unanswered means the connection (or the node behind it) is gone without a word: the
-   * next call dials a new one rather than waiting on it until its own deadline; calls still on the
-   * old one may finish.
+   * answer and why (refused, a certificate the CA does not verify, the deadline). A health check
+   * costs the sidecar nothing, so one left unanswered means the connection (or the node behind it)
+   * is gone without a word: the next call dials a new one rather than waiting on it until its own
+   * deadline; calls still on the old one may finish.
    */
   async health(timeoutMs: number): Promise<SidecarHealth> {
     try {

@@ -14,9 +14,10 @@ import { parseEndpoint } from "./endpoint.js";
 
 /**
  * serving: healthy and its capabilities read; not_serving: its health check answers another
- * status (or an error status); unreachable: its health check gets no answer (refused, a certificate the CA does not
- * verify, the deadline); failing: SERVING, but GetCapabilities failed (a refused token, a server
- * that is not a healer sidecar); unresolved: its address could not be found (pod gone, no IP yet).
+ * status (or an error status); unreachable: its health check gets no answer (refused, a
+ * certificate the CA does not verify, the deadline); failing: SERVING, but GetCapabilities failed
+ * (a refused token, a server that is not a healer sidecar); unresolved: its address could not be
+ * found (pod gone, no IP yet).
  */
 export type ConnectionState = "serving" | "not_serving" | "unreachable" | "failing" | "unresolved";
 

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { CallError } from "../../common/grpc/call-error.js";
 import { SidecarConnection } from "../../controller/sidecars/connection.js";
 import { channelSetup } from "../../controller/sidecars/credentials.js";
+import { bindServer } from "../../sidecar/server/grpc-server.js";
 import type { SidecarTls } from "../../controller/config/config.js";
 import { makeTlsFiles } from "../sidecar/secure-sidecar.js";
 import { tempDir } from "../support/proc.js";
@@ -74,7 +75,7 @@ async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.Serve
     },
     getVolumeHealth: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED }),
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(at, credentials, (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await bindServer(server, at, credentials);
   t.after(() => server.forceShutdown());
   fake.stop = () => server.forceShutdown();
   return `127.0.0.1:${port}`;
@@ -130,7 +131,7 @@ test("not SERVING, or nobody there: health() says which, with the status or the 
   assert.match(nobody.reason, /^UNAVAILABLE: .*ECONNREFUSED/);
   // A gRPC server without the health service answers, with an error status: not SERVING, not unreachable.
   const bare = new grpc.Server();
-  const port = await new Promise<number>((resolve, reject) => bare.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await bindServer(bare, "127.0.0.1:0", grpc.ServerCredentials.createInsecure());
   t.after(() => bare.forceShutdown());
   const other = await connect(t, `127.0.0.1:${port}`).health(2_000);
   assert.ok(other.state === "not_serving", other.state);
