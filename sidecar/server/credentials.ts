@@ -87,6 +87,7 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
     if (same) {
       // The stamp of a file caught while it was being written, then of the finished file: one pair.
       this.stamp = read.stamp;
+      this.opts.logger.debug("TLS certificate files rewritten with the pair being served", { certFile: this.opts.certFile });
       return;
     }
     if (read.identity) {
