@@ -15,7 +15,7 @@ import { startDriverStub, type DriverStub, type StubState } from "../support/dri
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { call, codeName } from "../support/grpc.js";
-import { waitFor } from "../support/wait.js";
+import { StopWaiting, waitFor } from "../support/wait.js";
 import { DRIVER, NAMESPACE, NODE, csiDriver, namespace, node, pv, secret, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
 import { VolumeHealerClient, HealVolumeRequest_Mode as Mode } from "../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
@@ -126,6 +126,19 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     if (!r.ok) throw new StepFailed(step, codeName(r.code), r.details);
     return r.value;
   };
+  // A wait within a step ends at once when the API server has refused the sidecar the step's
+  // resource (its Forbidden text in the sidecar's log): with one permission taken away, nothing
+  // will grant it later. `why` says what failed when the wait runs out instead.
+  const within = async <T>(step: Step, resource: string, what: string, probe: () => T | Promise<T>, timeoutMs: number, why: () => string) => {
+    const refused = new RegExp(`cannot \\w+ resource "${resource}"`);
+    await waitFor(what, () => {
+      const line = sidecar.logLines().find((l) => Object.values(l).some((v) => typeof v === "string" && refused.test(v)));
+      if (line) throw new StopWaiting(`${String(line.message)}: ${String(line.reason ?? line.error)}`);
+      return probe();
+    }, { timeoutMs }).catch((err: Error) => {
+      throw err instanceof StepFailed ? err : new StepFailed(step, undefined, err instanceof StopWaiting ? err.message : why());
+    });
+  };
   try {
     let step: Step = STEPS[0];
     const staleUid = getNodeObject()?.metadata.uid;
@@ -165,17 +178,13 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     if (po.health?.state !== State.HEALTHY) throw new StepFailed(step, undefined, `health ${JSON.stringify(po.health)}, expected HEALTHY`);
 
     step = STEPS[10];
-    await waitFor("the sidecar's watch of this node's Pods", () => kube.counters.get("watch", "pods") >= 1, { timeoutMs: 10_000 }).catch(() => {
-      throw new StepFailed(step, undefined, "the sidecar never watched this node's Pods");
-    });
+    await within(step, "pods", "the sidecar's watch of this node's Pods", () => kube.counters.get("watch", "pods") >= 1, 10_000, () => "the sidecar never watched this node's Pods");
     // A watch refused at once would count too: the lists must stop once it stands.
-    await waitFor("the Pods served from the watch", async () => {
+    await within(step, "pods", "the Pods served from the watch", async () => {
       const lists = kube.counters.get("list", "pods");
       for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-podonly" }, { metadata }));
       return kube.counters.get("list", "pods") === lists;
-    }, { timeoutMs: 5_000 }).catch((err: Error) => {
-      throw err instanceof StepFailed ? err : new StepFailed(step, undefined, "this node's Pods are listed for every request: not served from a watch");
-    });
+    }, 5_000, () => "this node's Pods are listed for every request: not served from a watch");
 
     step = STEPS[11];
     // The first heal finds no VolumeAttachment and asks the CSIDriver; the second knows.
@@ -190,18 +199,14 @@ async function flow(sidecar: SidecarProc): Promise<void> {
 
     step = STEPS[4];
     // Once the watch request has arrived, the cache is synced (the sidecar reads, then watches).
-    await waitFor("the sidecar's watch on its Node", () => kube.counters.get("watch", "nodes") >= 1, { timeoutMs: 10_000 }).catch(() => {
-      throw new StepFailed(step, undefined, "the sidecar never watched its Node");
-    });
+    await within(step, "nodes", "the sidecar's watch on its Node", () => kube.counters.get("watch", "nodes") >= 1, 10_000, () => "the sidecar never watched its Node");
     const reads = kube.counters.get("get", "nodes");
     for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     const extra = kube.counters.get("get", "nodes") - reads;
     if (extra !== 0) throw new StepFailed(step, undefined, `${extra} GET(s) of Node ${NODE} for 3 requests: the Node is not served from a watch`);
 
     step = STEPS[7];
-    await waitFor("the sidecar's watch of PersistentVolumes", () => kube.counters.get("watch", "persistentvolumes") >= 1, { timeoutMs: 10_000 }).catch(() => {
-      throw new StepFailed(step, undefined, "the sidecar never watched PersistentVolumes");
-    });
+    await within(step, "persistentvolumes", "the sidecar's watch of PersistentVolumes", () => kube.counters.get("watch", "persistentvolumes") >= 1, 10_000, () => "the sidecar never watched PersistentVolumes");
     await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     const pvReads = kube.counters.get("get", "persistentvolumes");
     for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
@@ -212,34 +217,26 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     const before = getNodeObject()!;
     const seen = logCount(sidecar, "CSIAddonsNode was deleted; recreating it");
     kube.delete(CAN, "CSIAddonsNode", NAMESPACE, NODE_OBJECT);
-    await waitFor("the CSIAddonsNode recreated", () => {
+    await within(step, "csiaddonsnodes", "the CSIAddonsNode recreated", () => {
       const o = getNodeObject();
       return o !== undefined && o.metadata.uid !== before.metadata.uid;
-    }, { timeoutMs: 10_000 }).catch(() => {
-      throw new StepFailed(step, undefined, "not recreated within 10 s");
-    });
-    await waitFor("the watch to report the deletion", () => logCount(sidecar, "CSIAddonsNode was deleted; recreating it") > seen, { timeoutMs: 2_000 }).catch(() => {
-      throw new StepFailed(step, undefined, "recreated by a retry after its watch failed, not because the watch saw the deletion");
-    });
+    }, 10_000, () => "not recreated within 10 s");
+    await within(step, "csiaddonsnodes", "the watch to report the deletion", () => logCount(sidecar, "CSIAddonsNode was deleted; recreating it") > seen, 2_000,
+      () => "recreated by a retry after its watch failed, not because the watch saw the deletion");
 
     step = STEPS[6];
     await stub.kill();
     stub = await startDriverStub({ ...stub.options, state: undefined });
-    await waitFor("driverRestartedAt on the CSIAddonsNode", () => getNodeObject()?.metadata.annotations?.[DRIVER_RESTARTED_AT], { timeoutMs: 15_000 }).catch(() => {
-      throw new StepFailed(step, undefined, `no ${DRIVER_RESTARTED_AT} annotation within 15 s`);
-    });
-    await waitFor("SERVING after the driver restart", () => serving(sidecar), { timeoutMs: 15_000 }).catch(() => {
-      throw new StepFailed(step, undefined, "not SERVING again after the driver restart");
-    });
+    await within(step, "csiaddonsnodes", "driverRestartedAt on the CSIAddonsNode", () => getNodeObject()?.metadata.annotations?.[DRIVER_RESTARTED_AT], 15_000,
+      () => `no ${DRIVER_RESTARTED_AT} annotation within 15 s`);
+    await within(step, "csiaddonsnodes", "SERVING after the driver restart", () => serving(sidecar), 15_000, () => "not SERVING again after the driver restart");
 
     step = STEPS[8];
     // Created (or taken over) with this pod as holder, then renewed by an update.
-    await waitFor("the Lease held by this pod and renewed", () => {
+    await within(step, "leases", "the Lease held by this pod and renewed", () => {
       const l = getLease();
       return l?.spec.holderIdentity === POD && l.spec.renewTime !== l.spec.acquireTime;
-    }, { timeoutMs: 10_000 }).catch(() => {
-      throw new StepFailed(step, undefined, `Lease ${LEASE}: ${JSON.stringify(getLease()?.spec)}`);
-    });
+    }, 10_000, () => `Lease ${LEASE}: ${JSON.stringify(getLease()?.spec)}`);
   } finally {
     client.close();
   }
