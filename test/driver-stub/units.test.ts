@@ -8,6 +8,7 @@ import { describe, it } from "node:test";
 import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { CallGoneError, delay } from "../../driver-stub/delay.js";
 import { VolumeLocks } from "../../driver-stub/locks.js";
+import { USAGE } from "../../driver-stub/cli.js";
 import { healVolume, parseState, resolveState, StateFormatError } from "../../driver-stub/state.js";
 import { StateStore } from "../../driver-stub/state-store.js";
 import { tempDir } from "../support/proc.js";
@@ -70,6 +71,51 @@ describe("driver-stub state file", () => {
     }
   });
 
+  it("the upstream services' part: an entry left empty gets the documented defaults, one written in full keeps every value", () => {
+    const empty = resolveState(parseState('{"space": {"v": {}}, "replication": {"volume:v": {}}, "groups": {"g": {}}, "keyRotations": {"v": 0}}')).addons;
+    assert.deepEqual(empty.space, { v: { usedBytes: 0, reclaimableBytes: 0, reclaimedBytes: 0 } });
+    assert.deepEqual(empty.replication, { "volume:v": { enabled: false, role: "primary", resyncs: 0, destination: "", lastSyncTime: "" } });
+    assert.deepEqual(empty.groups, { g: { name: "", volumeIds: [], context: {} } });
+    assert.deepEqual(empty.keyRotations, { v: 0 }, "0 is a count");
+    assert.deepEqual(empty.fenced, []);
+    assert.deepEqual(empty.fenceClients, []);
+    const full = {
+      space: { v: { usedBytes: 10, reclaimableBytes: 4, reclaimedBytes: 2 } },
+      keyRotations: { v: 3 },
+      fenced: ["10.0.0.0/24"],
+      fenceClients: [{ id: "client-1", addresses: ["10.0.0.7/32"] }],
+      replication: { "volume:v": { enabled: true, role: "secondary", resyncs: 2, destination: "v-dst", lastSyncTime: "2026-12-05T00:00:00Z" } },
+      groups: { g: { name: "group", volumeIds: ["v"], context: { k: "x" } } },
+    };
+    assert.deepEqual(resolveState(parseState(JSON.stringify(full))).addons, full);
+    // Read and written back as it was: no default added to the file.
+    assert.deepEqual(JSON.parse(JSON.stringify(parseState('{"space": {"v": {"usedBytes": 1}}, "replication": {"volume:v": {"role": "primary"}}}'))), {
+      space: { v: { usedBytes: 1 } },
+      replication: { "volume:v": { role: "primary" } },
+    });
+  });
+
+  it("rejects an upstream services' entry it cannot use, naming where", () => {
+    for (const [text, why] of [
+      ['{"keyRotations": {"v": -1}}', /state\.keyRotations\["v"\]: expected a count/],
+      ['{"keyRotations": {"v": 1.5}}', /state\.keyRotations\["v"\]: expected a count/],
+      ['{"keyRotations": {"v": "3"}}', /state\.keyRotations\["v"\]: expected a count/],
+      ['{"keyRotations": []}', /state\.keyRotations: expected an object/],
+      ['{"space": {"v": {"usedBytes": -5}}}', /state\.space\["v"\]\.usedBytes: expected a byte count/],
+      ['{"space": {"v": {"freeBytes": 5}}}', /state\.space\["v"\]: unknown key "freeBytes"/],
+      ['{"replication": {"volume:v": {"role": "tertiary"}}}', /role: expected primary\|secondary/],
+      ['{"replication": {"volume:v": {"resyncs": 2.5}}}', /resyncs: expected a count/],
+      ['{"groups": {"g": {"context": {"k": 1}}}}', /state\.groups\["g"\]\.context: expected an object of strings/],
+      ['{"groups": {"g": {"context": "k=v"}}}', /context: expected an object of strings/],
+      ['{"groups": {"g": {"volumeIds": ["v", 2]}}}', /volumeIds: expected an array of strings/],
+      ['{"fenced": "10.0.0.0/24"}', /state\.fenced: expected an array of CIDR strings/],
+      ['{"fenceClients": {"id": "c"}}', /state\.fenceClients: expected an array/],
+      ['{"fenceClients": [{"id": 7}]}', /state\.fenceClients\[0\]\.id: expected a string/],
+    ] as const) {
+      assert.throws(() => parseState(text), (err: Error) => err instanceof StateFormatError && why.test(err.message), text);
+    }
+  });
+
   it("a healed volume becomes HEALTHY with its fault cleared and everything else kept", () => {
     const before = parseState('{"ready": true, "volumes": {"v": {"state": "ABNORMAL", "reason": "R", "message": "M", "delayMs": 5}, "w": {"state": "ABNORMAL"}}}');
     assert.deepEqual(JSON.parse(JSON.stringify(healVolume(before, "v"))), {
@@ -100,6 +146,33 @@ describe("driver-stub state store", () => {
     } finally {
       store.close();
     }
+  });
+});
+
+describe("driver-stub --help", () => {
+  it("the state file's shape it shows gives every field its default (the first of alternatives), as the stub resolves an entry left empty", () => {
+    const shape = USAGE.slice(USAGE.indexOf("Shape:") + "Shape:".length, USAGE.indexOf("The stub writes"))
+      .replace(/\([^()"]*\),/g, ",") // a remark between members
+      .replace(/"([^"|]*)(\|[^"]*)+"/g, '"$1"'); // "A|B|C": A
+    const shown = resolveState(parseState(shape));
+    const empty = resolveState(
+      parseState('{"volumes": {"v": {}}, "space": {"v": {}}, "replication": {"volume:v": {}}, "groups": {"g": {}}, "fenceClients": [{}]}'),
+    );
+    assert.equal(shown.ready, empty.ready);
+    assert.deepEqual(shown.capabilities, empty.capabilities);
+    assert.deepEqual(shown.volumes.get("<id>"), empty.volumes.get("v"));
+    assert.deepEqual(shown.addons.space["<id>"], empty.addons.space["v"]);
+    assert.deepEqual(shown.addons.replication["volume:<id>"], empty.addons.replication["volume:v"]);
+    assert.deepEqual(shown.addons.groups["<group id>"], empty.addons.groups["g"]);
+    assert.deepEqual(shown.addons.keyRotations, { "<id>": 0 }, "a count that starts at 0");
+    assert.equal(shown.addons.fenceClients[0]!.id, empty.addons.fenceClients[0]!.id);
+  });
+
+  it("says what the call log puts in place of a secret value", () => {
+    const [, prefix, digits, hash] = /"(\w+:)" and (\d+) hex digits of their (SHA-\d+)/.exec(USAGE.replace(/\s+/g, " "))!;
+    assert.equal(hash, "SHA-256");
+    assert.equal(prefix, "sha256:");
+    assert.match(secretDigest("x"), new RegExp(`^${prefix}[0-9a-f]{${digits}}$`));
   });
 });
 
