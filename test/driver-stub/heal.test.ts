@@ -90,6 +90,18 @@ describe("driver-stub per-volume lock", () => {
     assert.equal((await fx.c.heal(healOf("v"))).result, Result.HEALED, "unlocked by the state file");
   });
 
+  it("NodeStage and NodeUnstage without volume_id, staging_target_path or (NodeStage) volume_capability: INVALID_ARGUMENT naming it", async () => {
+    fx.stub.setState({ volumes: { v: {} } });
+    const refused = (field: string) => (err: { code?: number; details?: string }) => err.code === status.INVALID_ARGUMENT && err.details === `${field} is required`;
+    await assert.rejects(fx.c.stage({ ...stageOf("v"), volumeId: "" }), refused("volume_id"));
+    await assert.rejects(fx.c.stage({ ...stageOf("v"), stagingTargetPath: "" }), refused("staging_target_path"));
+    await assert.rejects(fx.c.stage({ ...stageOf("v"), volumeCapability: undefined }), refused("volume_capability"));
+    await assert.rejects(fx.c.unstage({ ...healOf("v"), volumeId: "" }), refused("volume_id"));
+    await assert.rejects(fx.c.unstage({ ...healOf("v"), stagingTargetPath: "" }), refused("staging_target_path"));
+    await fx.c.stage(stageOf("v"));
+    await fx.c.unstage(healOf("v"));
+  });
+
   it("a heal in flight holds the lock: concurrent NodeStage, NodeUnstage and NodeHealVolume are ABORTED", async () => {
     fx.stub.setState({ volumes: { v: { state: "ABNORMAL", delayMs: 60_000 }, w: {} } });
     const first = await healInFlight(fx, "v");

@@ -1,6 +1,7 @@
 // The addons identity service and the CSI identity service of a real driver-stub process.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { describe, it } from "node:test";
 import { Capability_Service_Type as Service, Capability_VolumeHealer_Type as Healer } from "../../proto/gen/identity/identity.js";
 import { restartDriverStub, startDriverStub } from "../support/driver-stub.js";
@@ -65,7 +66,8 @@ describe("driver-stub identity", () => {
     assert.deepEqual(await fx.c.getPluginCapabilities(), { capabilities: [] });
     const node = await fx.c.nodeGetCapabilities();
     assert.deepEqual(node.capabilities.map((cap) => cap.type?.$case === "rpc" && cap.type.rpc.type), [1 /* STAGE_UNSTAGE_VOLUME */]);
-    assert.notEqual((await fx.c.nodeGetInfo()).nodeId, "");
+    // The machine's name, no volume limit (0: the kubelet then sets none), no topology.
+    assert.deepEqual(await fx.c.nodeGetInfo(), { nodeId: hostname(), maxVolumesPerNode: 0, accessibleTopology: undefined });
   });
 });
 

@@ -2,6 +2,7 @@
 // cancellable delay (a dead call must leave no timer behind), and the state store's merging of its
 // own changes with an edit of the file.
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -24,6 +25,20 @@ describe("driver-stub delay", () => {
     aborter.abort();
     await assert.rejects(waiting, CallGoneError);
     assert.equal(timers(), before, "no timer left for the dead call");
+  });
+
+  it("leaves no listener on the call's signal once it ends, by its time or by the call's end; waits even 1 ms", async () => {
+    const call = new AbortController();
+    const before = timers();
+    const waiting = delay(1, call.signal);
+    assert.equal(timers(), before + 1, "a 1 ms delay is a timer too");
+    await waiting;
+    assert.equal(getEventListeners(call.signal, "abort").length, 0);
+    const gone = new AbortController();
+    const cut = delay(60_000, gone.signal);
+    gone.abort();
+    await assert.rejects(cut, CallGoneError);
+    assert.equal(getEventListeners(gone.signal, "abort").length, 0);
   });
 
   it("resolves after the delay, and rejects at once for a call that is already gone", async () => {
