@@ -45,22 +45,34 @@ describe("driver-stub lifecycle", () => {
       assert.ok(!existsSync(stub.addonsSocket), "addons socket removed");
       assert.ok(!existsSync(stub.csiSocket), "csi socket removed");
       assert.equal(stub.proc.stderr(), "");
+      assert.equal(stub.proc.stdout().match(new RegExp(`^${signal}: shutting down$`, "gm"))?.length, 1);
     });
   }
 
-  it("SIGTERM with a call in flight: the call is cut off after the grace period and the stub still exits 0", async () => {
+  it("names its driver and boot id when it starts, the one GetIdentity reports", async () => {
+    const stub = track(await startDriverStub());
+    const [, name, id] = /^driver (\S+), boot id (\S+)$/m.exec(stub.proc.stdout()) ?? [];
+    assert.equal(id, await bootId(stub));
+    assert.equal(name, stub.name);
+  });
+
+  it("SIGTERM with a call in flight: the call is cut off after the grace period and the stub still exits 0; a second signal meanwhile starts no second shutdown", async () => {
     const stub = track(await startDriverStub({ state: { volumes: { v: { delayMs: 60_000 } } } }));
     const c = stubClients(stub);
     try {
       const pending = c.heal.start({ volumeId: "v", stagingTargetPath: STAGING_PATH }, 60_000);
       await stub.proc.waitForOutput("recv /healer.v1.VolumeHealerNode/NodeHealVolume v");
       stub.proc.child.kill("SIGTERM");
+      await stub.proc.waitForOutput("SIGTERM: shutting down");
+      stub.proc.child.kill("SIGINT");
       await assert.rejects(pending.response, (err: { code: status }) =>
         [status.CANCELLED, status.UNAVAILABLE].includes(err.code),
       );
       assert.equal(await stub.proc.exited, 0);
       assert.ok(!existsSync(stub.addonsSocket) && !existsSync(stub.csiSocket));
       assert.equal(stub.calls({ method: "NodeHealVolume" }).at(-1)?.code, "CANCELLED", "the cut-off call is logged");
+      assert.equal(stub.proc.stdout().match(/: shutting down$/gm)?.length, 1, stub.proc.stdout());
+      assert.equal(stub.proc.stderr(), "");
     } finally {
       c.close();
     }

@@ -210,5 +210,7 @@ describe("driver-stub secrets and locks", () => {
     release();
     release(); // twice is harmless
     assert.ok(locks.tryAcquire("v"));
+    release(); // even once the volume is someone else's: it stays theirs
+    assert.equal(locks.tryAcquire("v"), undefined);
   });
 });
