@@ -162,5 +162,23 @@ describe("driver-stub delayMs", () => {
     assert.equal(entry.method, "/healer.v1.VolumeHealerNode/NodeGetVolumeHealth");
     assert.equal(entry.code, "CANCELLED");
     assert.ok(entry.t1 - entry.t0 < 5_000);
+    assert.match(fx.stub.proc.stdout().slice(seen), /^gone \/healer\.v1\.VolumeHealerNode\/NodeGetVolumeHealth v CANCELLED$/m);
+  });
+
+  it("stdout: one `recv` line per call, naming the volume when the request has one; no `gone` line for a call answered", async () => {
+    fx.stub.setState({ volumes: { v: {} } });
+    const seen = fx.stub.proc.stdout().length;
+    await fx.c.health({ volumeId: "v" });
+    await fx.c.probe();
+    await fx.c.getIdentity();
+    // grpc-js reports a stream closed after its answer as "cancelled" too: that is no cancellation.
+    await waitFor("both answers' streams closed", async () => (await fx.c.probe(), true));
+    const lines = fx.stub.proc.stdout().slice(seen).split("\n").filter(Boolean);
+    assert.deepEqual(lines.slice(0, 3), [
+      "recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth v",
+      "recv /identity.Identity/Probe",
+      "recv /identity.Identity/GetIdentity",
+    ]);
+    assert.ok(!lines.some((l) => l.startsWith("gone ")), lines.join("\n"));
   });
 });

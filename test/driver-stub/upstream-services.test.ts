@@ -18,6 +18,8 @@ import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { parseState, StateFormatError } from "../../driver-stub/state.js";
 import { addonsClients } from "./addons-clients.js";
 import { grpcError, STAGING_PATH, status, withStub } from "./fixture.js";
+import { waitFor } from "../support/wait.js";
+import { NodeHealVolumeResponse_Result as Result } from "../../proto/gen/healer/v1/healer.js";
 
 const ALL_ON = {
   reclaimSpaceOffline: true,
@@ -118,6 +120,12 @@ describe("driver-stub csi-addons spec services", () => {
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "busy", stagingTargetPath: STAGING_PATH }), grpcError(status.ABORTED));
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "staged" }), grpcError(status.INVALID_ARGUMENT));
     await assert.rejects(a.controllerReclaimSpace({}), grpcError(status.INVALID_ARGUMENT));
+    // A record without usedBytes has none in use; all of it reclaimable leaves 0, not less.
+    fx.stub.updateState((s) => void (s.space = { ...s.space, partial: { reclaimableBytes: 7 }, full: { usedBytes: 9, reclaimableBytes: 9 }, used: { usedBytes: 4 } }));
+    assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "used" }), { preUsage: { usageBytes: 4 }, postUsage: { usageBytes: 4 } }, "nothing reclaimable");
+    assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "partial" }), { preUsage: { usageBytes: 0 }, postUsage: { usageBytes: 0 } });
+    assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "full" }), { preUsage: { usageBytes: 9 }, postUsage: { usageBytes: 0 } });
+    assert.deepEqual(fx.stub.readState().space?.["full"], { usedBytes: 0, reclaimableBytes: 0, reclaimedBytes: 9 });
     const logged = fx.stub.calls({ method: "NodeReclaimSpace", volumeId: "staged" })[0]!;
     assert.deepEqual(logged.request, {
       volumeId: "staged",
@@ -125,6 +133,18 @@ describe("driver-stub csi-addons spec services", () => {
       volumeCapability: { block: {}, accessMode: { mode: "SINGLE_NODE_WRITER" } },
       secrets: LOGGED_SECRETS,
     });
+  });
+
+  it("a node reclaim takes its volume's delayMs holding the volume's lock: a heal meanwhile is ABORTED, one after it is served", async () => {
+    fx.stub.setState({ capabilities: ALL_ON, volumes: { v: { state: "ABNORMAL", delayMs: 1_500 } }, space: { v: { usedBytes: 2, reclaimableBytes: 1 } } });
+    const seen = fx.stub.proc.stdout().length;
+    const reclaiming = a.nodeReclaimSpace({ volumeId: "v", stagingTargetPath: STAGING_PATH });
+    await waitFor("the reclaim received", () => fx.stub.proc.stdout().slice(seen).includes("recv /reclaimspace.ReclaimSpaceNode/NodeReclaimSpace v\n"));
+    await assert.rejects(fx.c.heal({ volumeId: "v", stagingTargetPath: STAGING_PATH }), grpcError(status.ABORTED));
+    assert.deepEqual(await reclaiming, { preUsage: { usageBytes: 2 }, postUsage: { usageBytes: 1 } });
+    const logged = fx.stub.calls({ method: "NodeReclaimSpace", volumeId: "v" }).at(-1);
+    assert.ok(logged!.t1 - logged!.t0 >= 1_500, `answered after ${logged!.t1 - logged!.t0} ms`);
+    assert.equal((await fx.c.heal({ volumeId: "v", stagingTargetPath: STAGING_PATH })).result, Result.HEALED, "the lock is released");
   });
 
   it("key rotation counts per volume; encryption_key and secrets never reach the call log", async () => {
@@ -170,6 +190,7 @@ describe("driver-stub csi-addons spec services", () => {
     const info = await a.replicationInfo({ replicationSource: vol("v") });
     assert.equal(info.status, ReplicationStatus.HEALTHY);
     assert.equal(info.lastSyncTime?.toISOString(), v?.lastSyncTime);
+    assert.equal(info.lastSyncBytes, 0, "the stub moves no data");
     assert.deepEqual(await a.destinationInfo({ replicationSource: vol("v") }), {
       replicationDestination: { type: { $case: "volume", volume: { volumeId: "v" } } },
     });
