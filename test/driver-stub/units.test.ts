@@ -10,7 +10,7 @@ import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { CallGoneError, delay } from "../../driver-stub/delay.js";
 import { VolumeLocks } from "../../driver-stub/locks.js";
 import { USAGE } from "../../driver-stub/cli.js";
-import { healVolume, parseState, resolveState, StateFormatError } from "../../driver-stub/state.js";
+import { healVolume, parseState, resolveState, resolveVolume, StateFormatError, type StubState } from "../../driver-stub/state.js";
 import { StateStore } from "../../driver-stub/state-store.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
@@ -132,6 +132,11 @@ describe("driver-stub state file", () => {
     }
   });
 
+  it("resolves one volume spec once (the same object each time: a heal burst reads it often)", () => {
+    const spec = { state: "ABNORMAL" as const };
+    assert.equal(resolveVolume(spec), resolveVolume(spec));
+  });
+
   it("a healed volume becomes HEALTHY with its fault cleared and everything else kept", () => {
     const before = parseState('{"ready": true, "volumes": {"v": {"state": "ABNORMAL", "reason": "R", "message": "M", "delayMs": 5}, "w": {"state": "ABNORMAL"}}}');
     assert.deepEqual(JSON.parse(JSON.stringify(healVolume(before, "v"))), {
@@ -159,6 +164,21 @@ describe("driver-stub state store", () => {
         Object.fromEntries([...store.current().volumes].map(([id, v]) => [id, v.state])),
         { v: "HEALTHY", w: "ABNORMAL", x: "UNSUPPORTED" },
       );
+    } finally {
+      store.close();
+    }
+  });
+
+  it("two changes in one turn are each applied once, in memory and in the file", async () => {
+    const file = join(tempDir("state-store-"), "state.json");
+    writeFileSync(file, "{}");
+    const store = new StateStore(file, (line) => assert.fail(line));
+    try {
+      const rotate = (raw: StubState) => ({ ...raw, keyRotations: { v: (raw.keyRotations?.["v"] ?? 0) + 1 } });
+      store.update(rotate);
+      assert.deepEqual(store.update(rotate).addons.keyRotations, { v: 2 });
+      await store.written();
+      assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), { keyRotations: { v: 2 } });
     } finally {
       store.close();
     }
