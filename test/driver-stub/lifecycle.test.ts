@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { existsSync, lstatSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, it } from "node:test";
-import { VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
+import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../proto/gen/healer/v1/healer.js";
 import { restartDriverStub, startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startTs, tempDir } from "../support/proc.js";
 import { stubClients } from "./clients.js";
@@ -48,6 +48,20 @@ describe("driver-stub lifecycle", () => {
       assert.equal(stub.proc.stdout().match(new RegExp(`^${signal}: shutting down$`, "gm"))?.length, 1);
     });
   }
+
+  it("SIGTERM with a call that ends within the grace period: the call is answered, then the stub exits 0", async () => {
+    const stub = track(await startDriverStub({ state: { volumes: { v: { state: "ABNORMAL", delayMs: 1_000 } } } }));
+    const c = stubClients(stub);
+    try {
+      const pending = c.heal.start({ volumeId: "v", stagingTargetPath: STAGING_PATH }, 30_000);
+      await stub.proc.waitForOutput("recv /healer.v1.VolumeHealerNode/NodeHealVolume v");
+      stub.proc.child.kill("SIGTERM");
+      assert.equal((await pending.response).result, Result.HEALED);
+      assert.equal(await stub.proc.exited, 0);
+    } finally {
+      c.close();
+    }
+  });
 
   it("names its driver and boot id when it starts, the one GetIdentity reports", async () => {
     const stub = track(await startDriverStub());
