@@ -1,6 +1,6 @@
-// The driver-stub's pure parts: state file validation and defaults, secret redaction, the
-// cancellable delay (a dead call must leave no timer behind), and the state store's merging of its
-// own changes with an edit of the file.
+// The driver-stub's pure parts: state file validation and defaults (and --help's account of them),
+// secret redaction, the cancellable delay (a dead call must leave no timer or listener behind), the
+// volume lock, and the state store: its own changes merged with edits of the file, written once.
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
