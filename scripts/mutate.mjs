@@ -222,8 +222,12 @@ export function runTestFile(cwd, file, timeoutMs, namePattern) {
   return new Promise((resolve) => {
     const started = Date.now();
     const only = namePattern === undefined ? [] : [`--test-name-pattern=${namePattern}`];
+    // The run's own temporary directory, removed after it: a test file killed at its timeout
+    // cannot remove its sockets, state files and logs itself (hundreds piled up in /tmp per run).
+    const tmp = mkdtempSync(join(tmpdir(), "mutate-run-"));
     const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", ...only, file], {
       cwd,
+      env: { ...process.env, TMPDIR: tmp },
       detached: true, // its own process group: a timeout kills the sidecars and stubs it started too
       stdio: ["ignore", "pipe", "ignore"],
     });
@@ -242,6 +246,7 @@ export function runTestFile(cwd, file, timeoutMs, namePattern) {
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {}
+      rmSync(tmp, { recursive: true, force: true });
       const failed = [...out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]);
       const tests = Number(/^# tests (\d+)$/m.exec(out)?.[1] ?? 0);
       resolve({ outcome: timedOut ? "timeout" : code === 0 ? "pass" : "fail", ms: Date.now() - started, failed, tests });
