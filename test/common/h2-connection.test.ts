@@ -11,6 +11,7 @@ import { H2Connection, H2Refused, failure, type H2Options } from "../../common/k
 import { readText } from "../../common/kube/request.js";
 import { selfSignedCert } from "../kube/tls.js";
 import { waitFor } from "../support/wait.js";
+import { activeHandles } from "../support/handles.js";
 
 test("GOAWAY: the request in flight finishes on the old connection, new ones go to one new connection and stay there", async (t) => {
   const cert = await selfSignedCert();
@@ -160,7 +161,7 @@ test("one ping timer per connection, every 30 s by default, stopped when the con
 test("a request keeps the program alive while it waits, even on a connection that was idle (and so let go of it)", async (t) => {
   const { connect, release } = await h2Server(t);
   // Each end of the connection is a TCP socket handle of this process; the client's counts only while referenced.
-  const referenced = () => process.getActiveResourcesInfo().filter((r) => r === "TCPSocketWrap").length;
+  const referenced = () => activeHandles("TCPSocketWrap");
   const before = referenced();
   const conn = connect();
   assert.equal(await get(conn), "ok");

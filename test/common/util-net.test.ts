@@ -2,10 +2,12 @@
 // programs print) and common/net (where the servers listen, and how grpc-js is told so).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import { Backoff, delay } from "../../common/util/delay.js";
 import { packageVersion } from "../../common/util/version.js";
 import { hostPort, listenHost } from "../../common/net/listen-host.js";
+import { activeHandles } from "../support/handles.js";
 
 test("Backoff: doubles from its first wait up to the cap and stays there; reset() starts over", () => {
   const b = new Backoff(200, 1_000);
@@ -26,29 +28,18 @@ test("delay: resolves after its time, and no earlier", async (t) => {
   assert.equal(done, true);
 });
 
-/** An AbortController whose signal counts the listeners added and not removed. */
-function counted() {
-  const c = new AbortController();
-  let listeners = 0;
-  const add = c.signal.addEventListener.bind(c.signal);
-  const remove = c.signal.removeEventListener.bind(c.signal);
-  c.signal.addEventListener = ((...a: Parameters<AbortSignal["addEventListener"]>) => (listeners++, add(...a))) as AbortSignal["addEventListener"];
-  c.signal.removeEventListener = ((...a: Parameters<AbortSignal["removeEventListener"]>) => (listeners--, remove(...a))) as AbortSignal["removeEventListener"];
-  return { c, listeners: () => listeners };
-}
-
 test("delay: an abort ends the wait at once, and lets go of the signal", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
-  const { c, listeners } = counted();
+  const c = new AbortController();
   const p = delay(60_000, c.signal);
-  assert.equal(listeners(), 1);
+  assert.equal(getEventListeners(c.signal, "abort").length, 1);
   c.abort();
   await p; // with mocked timers the 60 s never pass: only the abort can end it
-  assert.equal(listeners(), 0);
+  assert.equal(getEventListeners(c.signal, "abort").length, 0);
 });
 
 test("delay: an aborted wait leaves no timer behind, which would hold a stopping program for the rest of the wait", async () => {
-  const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const timers = () => activeHandles("Timeout");
   const before = timers();
   const c = new AbortController();
   const p = delay(60_000, c.signal);
@@ -60,11 +51,11 @@ test("delay: an aborted wait leaves no timer behind, which would hold a stopping
 
 test("delay: a wait that ends by its time lets go of the signal too (a long-lived signal would collect one listener per retry)", async (t) => {
   t.mock.timers.enable({ apis: ["setTimeout"] });
-  const { c, listeners } = counted();
+  const c = new AbortController();
   const p = delay(100, c.signal);
   t.mock.timers.tick(100);
   await p;
-  assert.equal(listeners(), 0);
+  assert.equal(getEventListeners(c.signal, "abort").length, 0);
 });
 
 test("delay: an already aborted signal resolves at once, without a timer", async (t) => {

@@ -23,6 +23,7 @@ import { HealController } from "../../controller/heal/controller.js";
 import { KubeRequestError, type ClusterView } from "../../controller/kube/api.js";
 import { createMetrics } from "../../controller/report/metrics.js";
 import { CREATED_BY_POD_UID, DRIVER_RESTARTED_AT, HANDLED_RESTART, restartMarker } from "../../controller/plan/trigger.js";
+import { activeHandles } from "../support/handles.js";
 
 function deferredItem(nodeKey: string, priority: number, generation: number, log: string[], name: string) {
   let release!: () => void;
@@ -859,7 +860,7 @@ test("controller: one periodic check scheduled per sidecar however often its obj
     others: [{ ...other(2), deleting: true }],
   });
   t.after(() => c.close());
-  const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const timers = () => activeHandles("Timeout");
   const before = timers();
   c.lead();
   assert.equal(scheduled, 1, "n1's check; none for n2, which is being deleted");

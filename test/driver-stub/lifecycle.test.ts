@@ -27,7 +27,7 @@ describe("driver-stub lifecycle", () => {
     await Promise.all(stubs.splice(0).map((s) => s.stop()));
   });
 
-  it("prints `driver-stub ready` once both sockets are bound, after the time it bound them by its own clock", async () => {
+  it("names its driver and the boot id GetIdentity reports, and prints `driver-stub ready` once both sockets are bound, after the time it bound them by its own clock", async () => {
     const spawned = Date.now();
     const stub = track(await startDriverStub());
     const read = Date.now();
@@ -35,6 +35,9 @@ describe("driver-stub lifecycle", () => {
     assert.equal(stub.proc.stdout().match(/^driver-stub ready$/gm)?.length, 1);
     // The time a bench measures a restart from: the stub's, not when a busy reader saw the line.
     assert.ok(stub.readyAt >= spawned && stub.readyAt <= read, `${spawned} <= ${stub.readyAt} <= ${read}`);
+    const [, name, id] = /^driver (\S+), boot id (\S+)$/m.exec(stub.proc.stdout()) ?? [];
+    assert.equal(id, await bootId(stub));
+    assert.equal(name, stub.name);
   });
 
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -61,13 +64,6 @@ describe("driver-stub lifecycle", () => {
     } finally {
       c.close();
     }
-  });
-
-  it("names its driver and boot id when it starts, the one GetIdentity reports", async () => {
-    const stub = track(await startDriverStub());
-    const [, name, id] = /^driver (\S+), boot id (\S+)$/m.exec(stub.proc.stdout()) ?? [];
-    assert.equal(id, await bootId(stub));
-    assert.equal(name, stub.name);
   });
 
   it("SIGTERM with a call in flight: the call is cut off after the grace period and the stub still exits 0; a second signal meanwhile starts no second shutdown", async () => {

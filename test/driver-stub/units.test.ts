@@ -14,8 +14,9 @@ import { healVolume, parseState, resolveState, resolveVolume, StateFormatError, 
 import { StateStore } from "../../driver-stub/state-store.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
+import { activeHandles } from "../support/handles.js";
 
-const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+const timers = () => activeHandles("Timeout");
 
 describe("driver-stub delay", () => {
   it("clears its timer the moment the call is aborted", async () => {

@@ -18,6 +18,7 @@ import { captureLogger } from "../support/capture-logger.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
 import { servedCertificate } from "./secure-sidecar.js";
+import { activeHandles } from "../support/handles.js";
 
 const cleanups: (() => void)[] = [];
 after(() => {
@@ -172,7 +173,7 @@ test("the files' refresh timer looks every 10 s unless told otherwise, and does 
   const f = files();
   f.write(await pair("timer"));
   const { logger } = captureLogger("debug");
-  const ticking = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const ticking = () => activeHandles("Timeout");
   const before = ticking();
   const started = t.mock.method(globalThis, "setInterval");
   const tls = await serverCredentials({ enableTls: true, certFile: f.certFile, keyFile: f.keyFile, commonName: "x", logger });

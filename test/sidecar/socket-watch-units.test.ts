@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { SocketWatch, type SocketWatchOptions } from "../../sidecar/driver/socket-watch.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
+import { activeHandles } from "../support/handles.js";
 
 test("only its own socket's name is told: other files in the directory are not", async (t) => {
   const dir = tempDir();
@@ -87,7 +88,7 @@ test("a watch that fails is closed and made again; after close(), nothing is wat
 });
 
 test("the wait before watching again keeps no program alive", (t) => {
-  const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const timers = () => activeHandles("Timeout");
   const fake = fakeWatch();
   fake.failing(true);
   const w = new SocketWatch("/absent/csi-addons.sock", () => undefined, { watch: fake.fn, retryMs: 60_000 });
