@@ -20,16 +20,17 @@ import { cpus, loadavg, release, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
-import { call, codeName, type Outcome } from "../support/grpc.js";
+import { call, codeName } from "../support/grpc.js";
 import { repoRoot } from "../support/proc.js";
 import { benchDir } from "./work-dir.js";
+import { startBareRelay } from "./bare.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
 import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureCompiled } from "./build.js";
 import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import { maxOverlap, runLoad, type LoadResult } from "./load.js";
-import { readMemory, sampleMemory } from "./memory.js";
+import { readCpuMs, readMemory, sampleMemory } from "./memory.js";
 import { overloadEnv, sustainedOverload } from "./overload.js";
 import { renderTables, type Results, type Startup } from "./report.js";
 import { renderTargets } from "./report-targets.js";
@@ -170,30 +171,47 @@ async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
 /**
  * 1. Relay overhead. Every caller asks about its own volume, so the sidecar's single flight never
  * merges calls and --max-inflight 64 never queues them: what is measured is the relay itself
- * (two Kubernetes reads, the driver call, two gRPC hops instead of one).
+ * (two Kubernetes reads, the driver call, two gRPC hops instead of one). Beside it, the same
+ * driver calls through a relay that only forwards bytes (bare-relay.ts): the least any Node relay
+ * costs on this machine, against which the sidecar's targets can be read.
  */
-async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"] }> {
-  progress("1/5 relay overhead: GetVolumeHealth, direct vs through the sidecar");
+async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"]; bareIdleRssBytes: number }> {
+  progress("1/5 relay overhead: GetVolumeHealth, direct vs through the sidecar vs through a bare node:http2 relay");
   stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
   const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
+  const bare = await startBareRelay(stack.stub.addonsSocket, stack.dir);
+  cleanup.add("bare relay", () => bare.stop());
+  progress(`  bare relay pid ${bare.pid} at ${bare.address}`);
+  const viaBare = new VolumeHealerNodeClient(bare.address, grpc.credentials.createInsecure());
+  cleanup.add("bare relay client", () => viaBare.close());
   const paths = {
-    direct: (worker: number) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)),
-    sidecar: (worker: number) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }),
+    direct: { pid: undefined, send: (worker: number) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)) },
+    sidecar: { pid: sidecar.pid, send: (worker: number) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }) },
+    bare: { pid: bare.pid, send: (worker: number) => call(viaBare, viaBare.nodeGetVolumeHealth, directHealthRequest(worker)) },
   };
+  // As the sidecar's idle RSS is taken: connected to the driver, one call made.
+  const first = await paths.bare.send(0);
+  if (!first.ok) throw new Error(`the bare relay's first call failed: ${codeName(first.code)} ${first.details}`);
+  const bareIdleRssBytes = readMemory(bare.pid).rssBytes;
   const relay: Results["relay"] = [];
   for (const c of CONCURRENCY) {
     const row: Partial<Record<keyof typeof paths, LoadResult>> = {};
-    for (const [name, send] of Object.entries(paths) as [keyof typeof paths, (w: number) => Promise<Outcome<unknown>>][]) {
+    const cpuUsPerCall = { sidecar: 0, bare: 0 };
+    for (const [name, { pid, send }] of Object.entries(paths) as [keyof typeof paths, (typeof paths)[keyof typeof paths]][]) {
       await runLoad(c, Math.min(size.warmup, size.calls[c]), send);
+      const cpu0 = pid === undefined ? 0 : readCpuMs(pid);
       row[name] = await runLoad(c, size.calls[c], send);
+      if (name !== "direct") cpuUsPerCall[name] = ((readCpuMs(pid!) - cpu0) * 1000) / size.calls[c];
     }
-    progress(`  ${c} at once: p50 direct ${row.direct!.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar!.p50Ms.toFixed(2)} ms`);
-    relay.push({ concurrency: c, direct: row.direct!, sidecar: row.sidecar! });
+    progress(`  ${c} at once: p50 direct ${row.direct!.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar!.p50Ms.toFixed(2)} ms, through the bare relay ${row.bare!.p50Ms.toFixed(2)} ms`);
+    relay.push({ concurrency: c, direct: row.direct!, sidecar: row.sidecar!, bare: row.bare!, cpuUsPerCall });
   }
   const started = startup(sidecar);
   const repeated = await repeatedCheckCost(stack.kube, client, Math.min(64, size.volumes));
+  viaBare.close();
+  await bare.stop();
   await sidecar.stop();
-  return { relay, startup: started, repeated };
+  return { relay, startup: started, repeated, bareIdleRssBytes };
 }
 
 /**
@@ -227,7 +245,7 @@ async function startups(stack: Stack, size: Size): Promise<Results["startup"]["r
  * the driver alone at MAX_INFLIGHT calls at once (the floor), then all volumes at once through a
  * fresh sidecar whose memory is sampled meanwhile.
  */
-async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Results["memory"]; startup: Startup }> {
+async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Omit<Results["memory"], "bareRelayIdleRssBytes">; startup: Startup }> {
   progress(`2/5 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
   const { stub, direct, kube } = stack;
   const breakAll = () => stub.setState(stubState(size.burst, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
@@ -360,7 +378,7 @@ async function main(): Promise<number> {
     sidecar: { entry: COMPILED_SIDECAR, build },
     relay: relay.relay,
     burst: burst.burst,
-    memory: burst.memory,
+    memory: { ...burst.memory, bareRelayIdleRssBytes: relay.bareIdleRssBytes },
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup, repeated: started },
     overload: overloaded,
     restartHeal: restart,

@@ -26,7 +26,15 @@ export interface Results {
   machine: { platform: string; arch: string; kernel: string; cpuModel: string; cpus: number; totalMemoryBytes: number; loadAverage1m: number; loadAverage1mAtStart: number; workDir?: string };
   git: { commit: string; dirty: boolean } | undefined;
   sidecar: { entry: string; build: string };
-  relay: { concurrency: number; direct: LoadResult; sidecar: LoadResult }[];
+  relay: {
+    concurrency: number;
+    direct: LoadResult;
+    sidecar: LoadResult;
+    /** The same driver calls through bare-relay.ts: the least a Node relay costs here. */
+    bare: LoadResult;
+    /** CPU time of the relay process per call (user + system). */
+    cpuUsPerCall: { sidecar: number; bare: number };
+  }[];
   burst: {
     volumes: number;
     healDelayMs: number;
@@ -43,7 +51,14 @@ export interface Results {
     apiRequests: Record<string, number>;
     apiRequestsPerHeal: number;
   };
-  memory: { idleRssBytes: number; peakRssBytes: number; hwmBytes: number; samples: number };
+  memory: {
+    idleRssBytes: number;
+    peakRssBytes: number;
+    hwmBytes: number;
+    samples: number;
+    /** bare-relay.ts connected to the driver after one call: Node with http2 and TLS loaded, under the sidecar's V8 flags. */
+    bareRelayIdleRssBytes: number;
+  };
   startup: {
     relaySidecar: Startup;
     burstSidecar: Startup;
@@ -68,6 +83,7 @@ export interface Results {
 export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`;
 const perS = (v: number) => `${Math.round(v).toLocaleString("en-US")}/s`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
+const us = (v: number) => `${Math.round(v)} us`;
 const MiB = (bytes: number) => `${mib(bytes).toFixed(1)} MiB`;
 
 function renderQueueScale(q: QueueScale): string {
@@ -87,10 +103,11 @@ function renderControllerScale(c: ControllerScale): string {
 }
 
 export function renderTables(r: Results): string {
-  const relayRows = r.relay.flatMap(({ concurrency: c, direct: d, sidecar: s }) => [
-    [`${c} at once`, "p50 latency", ms(d.p50Ms), ms(s.p50Ms), ratio(s.p50Ms, d.p50Ms)],
-    [`${c} at once`, "p99 latency", ms(d.p99Ms), ms(s.p99Ms), ratio(s.p99Ms, d.p99Ms)],
-    [`${c} at once`, "throughput", perS(d.throughputPerS), perS(s.throughputPerS), ratio(s.throughputPerS, d.throughputPerS)],
+  const relayRows = r.relay.flatMap(({ concurrency: c, direct: d, sidecar: s, bare: b, cpuUsPerCall: cpu }) => [
+    [`${c} at once`, "p50 latency", ms(d.p50Ms), ms(s.p50Ms), ratio(s.p50Ms, d.p50Ms), ms(b.p50Ms), ratio(b.p50Ms, d.p50Ms)],
+    [`${c} at once`, "p99 latency", ms(d.p99Ms), ms(s.p99Ms), ratio(s.p99Ms, d.p99Ms), ms(b.p99Ms), ratio(b.p99Ms, d.p99Ms)],
+    [`${c} at once`, "throughput", perS(d.throughputPerS), perS(s.throughputPerS), ratio(s.throughputPerS, d.throughputPerS), perS(b.throughputPerS), ratio(b.throughputPerS, d.throughputPerS)],
+    [`${c} at once`, "relay's CPU per call", "-", us(cpu.sidecar), "-", us(cpu.bare), "-"],
   ]);
   const b = r.burst;
   const perHeal = Object.entries(b.apiRequests).map(([k, n]) => `${k} ${n}`).join(", ") || "none";
@@ -107,6 +124,7 @@ export function renderTables(r: Results): string {
   const range = (key: keyof Startup) => `${ms(st.median[key])} (${ms(Math.min(...st.all.map((x) => x[key])))} - ${ms(Math.max(...st.all.map((x) => x[key])))})`;
   const sidecarRows = [
     ["idle RSS (ready, no calls yet)", MiB(r.memory.idleRssBytes)],
+    ["  beside it: the bare node:http2 relay, idle (http2 and TLS loaded, one call made)", MiB(r.memory.bareRelayIdleRssBytes)],
     [`peak RSS during the burst (${r.memory.samples} samples)`, MiB(r.memory.peakRssBytes)],
     ["VmHWM (high-water mark since start)", MiB(r.memory.hwmBytes)],
     [`${st.starts} starts, median (lowest - highest):`, ""],
@@ -136,7 +154,8 @@ export function renderTables(r: Results): string {
     renderControllerScale(r.controllerScale),
     "",
     `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
-    formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct"], relayRows),
+    "   bare = the same healer.v1 calls over TCP through a relay that only forwards HTTP/2 bytes (test/bench/bare-relay.ts): the least a Node relay costs here",
+    formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct", "via bare relay", "bare/direct"], relayRows),
     "",
     `2. Heal-all burst: ${b.volumes} volumes on one node, driver heal delay ${b.healDelayMs} ms, --max-inflight ${b.maxInflight} --max-queue ${b.maxQueue}`,
     `   direct = the driver alone, ${b.maxInflight} calls at once; via sidecar = all ${b.volumes} HealVolume(ALWAYS) at once: ${Object.entries(b.sidecar.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`,
