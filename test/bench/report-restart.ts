@@ -56,6 +56,9 @@ export function renderRestart(r: RestartResults): string {
   const row = (measure: string, f: (c: RestartResult) => string) => [measure, ...cases.map(f)];
   const rows = [
     row("floor: the same heals straight to the driver(s)", (c) => ms(c.floor.wallMs)),
+    row("the same through a bare node:http2 relay per driver", (c) => ms(c.bareFloor.wallMs)),
+    row("  ... / floor: what one more hop costs, no more", (c) => x(c.bareFloor.wallMs / c.floor.wallMs)),
+    row("  ... / floor, each run", (c) => c.runs?.map((r) => x(r.bareFloorMs / r.floorMs)).join(" ") ?? "one run"),
     row("drivers back -> last volume HEALED", (c) => ms(c.healer.backToLastHealedMs)),
     row("  ... / floor", (c) => x(c.healer.backToLastHealedMs / c.floor.wallMs)),
     row("  ... / floor, each run (this column is the median)", (c) => c.runs?.map((r) => x(r.backToLastHealedMs / r.floorMs)).join(" ") ?? "one run"),

@@ -3,7 +3,8 @@
 // is killed and started again with all its mounts dead, and we measure from the moment the drivers
 // are back to the last volume HEALED — against the floor: the same heals sent straight to the
 // drivers with the controller's bounds (--per-node-concurrency per driver, --max-concurrent-heals
-// in all). Kubernetes API requests are counted per identity: the controller and the sidecars run
+// in all), and beside it the same heals through a bare node:http2 relay per driver (the floor plus
+// one hop). Kubernetes API requests are counted per identity: the controller and the sidecars run
 // with tokens of their own ServiceAccounts.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -22,6 +23,7 @@ import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile, runBounded } from "./load.js";
 import { readCpuMs } from "./memory.js";
+import { startBareRelay } from "./bare.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";
@@ -39,9 +41,11 @@ export interface RestartCase {
 export interface RestartResult extends RestartCase {
   volumes: number;
   /** Every run of the case, when it was run more than once (this result is the median one). */
-  runs?: { floorMs: number; backToLastHealedMs: number }[];
+  runs?: { floorMs: number; bareFloorMs: number; backToLastHealedMs: number }[];
   /** The same heals straight to the drivers, with the controller's bounds. */
   floor: { wallMs: number; peakDriverCalls: number; cpuMsPerHeal: { client: number; drivers: number } };
+  /** The same heals through a bare node:http2 relay per driver, with the same bounds (bareFloorRun). */
+  bareFloor: { wallMs: number };
   healer: {
     /** First driver back to last driver back (they restart at once, but start one by one on a busy machine). */
     driversBackSpreadMs: number;
@@ -137,9 +141,7 @@ async function floorRun(c: RestartCase, plugins: NodePlugin[]): Promise<RestartR
   try {
     const since = Date.now();
     const cpu0 = { client: process.cpuUsage(), drivers: sumCpu(plugins.map((p) => p.stub.proc.child.pid!)) };
-    const { wallMs } = await runBounded(fleetVolumes(c.fleet), (v) => String(v.node), { perKey: c.perNodeConcurrency, total: c.maxConcurrentHeals }, (v) =>
-      call(clients[v.node]!, clients[v.node]!.nodeHealVolume, fleetHealRequest(v.node, v.j)),
-    );
+    const { wallMs } = await healAll(c, clients);
     const client = process.cpuUsage(cpu0.client);
     const drivers = sumCpu(plugins.map((p) => p.stub.proc.child.pid!)) - cpu0.drivers;
     if (!allHealthy(plugins)) throw new Error("direct heals: not every volume is HEALTHY afterwards");
@@ -148,6 +150,33 @@ async function floorRun(c: RestartCase, plugins: NodePlugin[]): Promise<RestartR
     return { wallMs, peakDriverCalls: peak, cpuMsPerHeal: { client: (client.user + client.system) / 1000 / volumes, drivers: drivers / volumes } };
   } finally {
     for (const client of clients) client.close();
+  }
+}
+
+/** Every volume of the fleet healed through `clients` (one per node) with the controller's bounds. */
+function healAll(c: RestartCase, clients: VolumeHealerNodeClient[]): Promise<{ wallMs: number }> {
+  return runBounded(fleetVolumes(c.fleet), (v) => String(v.node), { perKey: c.perNodeConcurrency, total: c.maxConcurrentHeals }, (v) =>
+    call(clients[v.node]!, clients[v.node]!.nodeHealVolume, fleetHealRequest(v.node, v.j)),
+  );
+}
+
+/**
+ * The same heals through a bare node:http2 relay per driver (bare-relay.ts): the floor plus the one
+ * hop every relay adds, and nothing a sidecar does. What is left between it and the healer is the
+ * sidecar's and the controller's own work (the VolumeAttachment read among it) and noticing the restart.
+ */
+async function bareFloorRun(c: RestartCase, plugins: NodePlugin[], env: RestartEnv): Promise<{ wallMs: number }> {
+  for (const { n, stub } of plugins) stub.setState(fleetStubState(c.fleet, n, broken(c)));
+  const relays = await inBatches(plugins, START_BATCH, ({ n, stub }) => startBareRelay(stub.addonsSocket, join(env.dir, fleetNode(n))));
+  env.progress(`  bare relay pids ${relays.map((r) => `pid ${r.pid}`).join(", ")}`);
+  const clients = relays.map((r) => new VolumeHealerNodeClient(r.address, grpc.credentials.createInsecure()));
+  try {
+    const result = await healAll(c, clients);
+    if (!allHealthy(plugins)) throw new Error("heals through the bare relays: not every volume is HEALTHY afterwards");
+    return result;
+  } finally {
+    for (const client of clients) client.close();
+    await Promise.all(relays.map((r) => r.stop()));
   }
 }
 
@@ -176,6 +205,7 @@ async function waitHandled(kube: KubeChild, nodes: number, before: Map<string, s
 
 interface Observed {
   floor: RestartResult["floor"];
+  bareFloor: RestartResult["bareFloor"];
   plugins: NodePlugin[];
   /** When each node's new driver process was ready. */
   backAt: number[];
@@ -209,6 +239,7 @@ function measure(c: RestartCase, o: Observed): RestartResult {
     ...c,
     volumes,
     floor: o.floor,
+    bareFloor: o.bareFloor,
     healer: {
       driversBackSpreadMs: lastBack - Math.min(...o.backAt),
       backToLastHealedMs: lastHealed - lastBack,
@@ -250,6 +281,8 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   progress(`  floor: ${volumes} heals straight to the driver(s), ${c.perNodeConcurrency} per driver, ${c.maxConcurrentHeals} in all`);
   const floor = await floorRun(c, plugins);
   progress(`  floor: ${floor.wallMs.toFixed(0)} ms, at most ${floor.peakDriverCalls} heals at once at one driver`);
+  const bareFloor = await bareFloorRun(c, plugins, env);
+  progress(`  the same heals through a bare node:http2 relay per driver: ${bareFloor.wallMs.toFixed(0)} ms`);
 
   const controller = await spawnController({
     build: "compiled",
@@ -287,7 +320,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   );
   const counts = await kube.countsByUser();
   const cpuMs = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids) - cpuBefore[k]!])) as Observed["cpuMs"];
-  const result = measure(c, { floor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });
+  const result = measure(c, { floor, bareFloor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });
   progress(`  ${volumes} volumes HEALED ${result.healer.backToLastHealedMs.toFixed(0)} ms after the driver(s) were back (floor ${floor.wallMs.toFixed(0)} ms)`);
 
   // Stop this case's processes now: the next case needs the CPU.
@@ -302,5 +335,5 @@ export function medianRun(runs: RestartResult[]): RestartResult {
   const ratio = (r: RestartResult) => r.healer.backToLastHealedMs / r.floor.wallMs;
   const sorted = [...runs].sort((a, b) => ratio(a) - ratio(b));
   const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
-  return runs.length === 1 ? median : { ...median, runs: runs.map((r) => ({ floorMs: r.floor.wallMs, backToLastHealedMs: r.healer.backToLastHealedMs })) };
+  return runs.length === 1 ? median : { ...median, runs: runs.map((r) => ({ floorMs: r.floor.wallMs, bareFloorMs: r.bareFloor.wallMs, backToLastHealedMs: r.healer.backToLastHealedMs })) };
 }
