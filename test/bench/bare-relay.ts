@@ -1,4 +1,4 @@
-// The least a relay written in Node can cost: an HTTP/2 server on 127.0.0.1 that forwards every
+// One Node hop and nothing else: an HTTP/2 server on 127.0.0.1 that forwards every
 // stream byte for byte to the driver's unix socket over one HTTP/2 connection. No gRPC library, no
 // protobuf, no Kubernetes, no auth, no limits, no logs, no metrics: what any Node sidecar pays
 // before it does anything a sidecar must. The bench runs it beside the sidecar (bare.ts) so that

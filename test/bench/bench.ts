@@ -172,8 +172,8 @@ async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
  * 1. Relay overhead. Every caller asks about its own volume, so the sidecar's single flight never
  * merges calls and --max-inflight 64 never queues them: what is measured is the relay itself
  * (two Kubernetes reads, the driver call, two gRPC hops instead of one). Beside it, the same
- * driver calls through a relay that only forwards bytes (bare-relay.ts): the least any Node relay
- * costs on this machine, against which the sidecar's targets can be read.
+ * driver calls through a relay that only forwards bytes (bare-relay.ts): what one Node hop costs by
+ * itself on this machine, against which the sidecar's targets can be read.
  */
 async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"]; bareIdleRssBytes: number }> {
   progress("1/5 relay overhead: GetVolumeHealth, direct vs through the sidecar vs through a bare node:http2 relay");

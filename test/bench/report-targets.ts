@@ -64,7 +64,7 @@ export function renderTargets(r: Results): string {
   return [
     `5. Issue 12 targets, this run, the soak included (met: ${rows.filter((row) => row[3]).length} of ${rows.length})`,
     formatTable(["measure", "measured", "target", "met", "bare relay"], rows.map(([m, v, t, ok, bare]) => [m, v, t, ok ? "yes" : "NO", bare ?? "-"])),
-    "   bare relay: the same measure of test/bench/bare-relay.ts in this run, a relay that only forwards HTTP/2 bytes (no gRPC library, Kubernetes, auth, limits, logs or metrics): what no Node relay can do better than here",
+    "   bare relay: the same measure of test/bench/bare-relay.ts in this run, a relay that only forwards HTTP/2 bytes (no gRPC library, Kubernetes, auth, limits, logs or metrics): what one Node hop takes by itself",
     `   soak answers: ${codes}; ${r.soak.apiOutages} API outages (watches dropped, 500s), reconnects ${r.soak.reconnectMs.map((v) => `${v} ms`).join(", ") || "none"}`,
   ].join("\n");
 }

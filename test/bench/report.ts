@@ -30,7 +30,7 @@ export interface Results {
     concurrency: number;
     direct: LoadResult;
     sidecar: LoadResult;
-    /** The same driver calls through bare-relay.ts: the least a Node relay costs here. */
+    /** The same driver calls through bare-relay.ts: one Node hop, nothing else. */
     bare: LoadResult;
     /** CPU time of the relay process per call (user + system). */
     cpuUsPerCall: { sidecar: number; bare: number };
@@ -154,7 +154,7 @@ export function renderTables(r: Results): string {
     renderControllerScale(r.controllerScale),
     "",
     `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
-    "   bare = the same healer.v1 calls over TCP through a relay that only forwards HTTP/2 bytes (test/bench/bare-relay.ts): the least a Node relay costs here",
+    "   bare = the same healer.v1 calls over TCP through a relay that only forwards HTTP/2 bytes (test/bench/bare-relay.ts): one Node hop and nothing else",
     formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct", "via bare relay", "bare/direct"], relayRows),
     "",
     `2. Heal-all burst: ${b.volumes} volumes on one node, driver heal delay ${b.healDelayMs} ms, --max-inflight ${b.maxInflight} --max-queue ${b.maxQueue}`,
