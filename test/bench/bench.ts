@@ -20,7 +20,7 @@ import { cpus, loadavg, release, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
-import { call, codeName } from "../support/grpc.js";
+import { call, codeName, type Outcome } from "../support/grpc.js";
 import { repoRoot } from "../support/proc.js";
 import { benchDir } from "./work-dir.js";
 import { startBareRelay } from "./bare.js";
@@ -29,7 +29,7 @@ import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
 import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureCompiled } from "./build.js";
 import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
-import { maxOverlap, runLoad, type LoadResult } from "./load.js";
+import { maxOverlap, runLoad, summarize, timedLoad, type LoadResult, type TimedLoad } from "./load.js";
 import { readCpuMs, readMemory, sampleMemory } from "./memory.js";
 import { overloadEnv, sustainedOverload } from "./overload.js";
 import { renderTables, type Results, type Startup } from "./report.js";
@@ -52,6 +52,7 @@ const FULL = {
   volumes: 1000,
   burst: 1000,
   calls: { 1: 2_000, 64: 20_000 },
+  relayRounds: 4,
   warmup: 200,
   overload: { callers: 1000, seconds: 30, healDelayMs: 1000 },
   soakMinutes: 2,
@@ -66,6 +67,7 @@ const QUICK: Size = {
   volumes: 64,
   burst: 64,
   calls: { 1: 30, 64: 128 },
+  relayRounds: 2,
   warmup: 10,
   overload: { callers: 64, seconds: 3, healDelayMs: 200 },
   soakMinutes: 0.2,
@@ -184,27 +186,38 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
   progress(`  bare relay pid ${bare.pid} at ${bare.address}`);
   const viaBare = new VolumeHealerNodeClient(bare.address, grpc.credentials.createInsecure());
   cleanup.add("bare relay client", () => viaBare.close());
-  const paths = {
-    direct: { pid: undefined, send: (worker: number) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)) },
-    sidecar: { pid: sidecar.pid, send: (worker: number) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }) },
-    bare: { pid: bare.pid, send: (worker: number) => call(viaBare, viaBare.nodeGetVolumeHealth, directHealthRequest(worker)) },
+  type Path = "direct" | "sidecar" | "bare";
+  const paths: Record<Path, { pid: number | undefined; send: (worker: number) => Promise<Outcome<unknown>> }> = {
+    direct: { pid: undefined, send: (worker) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)) },
+    sidecar: { pid: sidecar.pid, send: (worker) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }) },
+    bare: { pid: bare.pid, send: (worker) => call(viaBare, viaBare.nodeGetVolumeHealth, directHealthRequest(worker)) },
   };
+  const names = Object.keys(paths) as Path[];
   // As the sidecar's idle RSS is taken: connected to the driver, one call made.
   const first = await paths.bare.send(0);
   if (!first.ok) throw new Error(`the bare relay's first call failed: ${codeName(first.code)} ${first.details}`);
   const bareIdleRssBytes = readMemory(bare.pid).rssBytes;
   const relay: Results["relay"] = [];
   for (const c of CONCURRENCY) {
-    const row: Partial<Record<keyof typeof paths, LoadResult>> = {};
-    const cpuUsPerCall = { sidecar: 0, bare: 0 };
-    for (const [name, { pid, send }] of Object.entries(paths) as [keyof typeof paths, (typeof paths)[keyof typeof paths]][]) {
-      await runLoad(c, Math.min(size.warmup, size.calls[c]), send);
-      const cpu0 = pid === undefined ? 0 : readCpuMs(pid);
-      row[name] = await runLoad(c, size.calls[c], send);
-      if (name !== "direct") cpuUsPerCall[name] = ((readCpuMs(pid!) - cpu0) * 1000) / size.calls[c];
+    for (const name of names) await runLoad(c, Math.min(size.warmup, size.calls[c]), paths[name].send);
+    // This machine's speed moves from one minute to the next (a direct p50 of 0.3 ms in one, 0.7
+    // in the next): the paths take turns, each round in another order, and each path's rounds
+    // are pooled, so that every ratio compares calls made in the same minutes.
+    const runs: Record<Path, TimedLoad[]> = { direct: [], sidecar: [], bare: [] };
+    const cpuMs: Record<Path, number> = { direct: 0, sidecar: 0, bare: 0 };
+    const perRound = Math.ceil(size.calls[c] / size.relayRounds);
+    for (let r = 0; r < size.relayRounds; r++) {
+      for (const name of names.map((_, k) => names[(k + r) % names.length]!)) {
+        const { pid, send } = paths[name];
+        const cpu0 = pid === undefined ? 0 : readCpuMs(pid);
+        runs[name].push(await timedLoad(c, perRound, send));
+        if (pid !== undefined) cpuMs[name] += readCpuMs(pid) - cpu0;
+      }
     }
-    progress(`  ${c} at once: p50 direct ${row.direct!.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar!.p50Ms.toFixed(2)} ms, through the bare relay ${row.bare!.p50Ms.toFixed(2)} ms`);
-    relay.push({ concurrency: c, direct: row.direct!, sidecar: row.sidecar!, bare: row.bare!, cpuUsPerCall });
+    const [direct, viaSidecar, viaBareRelay] = names.map((name) => summarize(c, runs[name])) as [LoadResult, LoadResult, LoadResult];
+    const cpuUsPerCall = { sidecar: (cpuMs.sidecar * 1000) / viaSidecar.calls, bare: (cpuMs.bare * 1000) / viaBareRelay.calls };
+    progress(`  ${c} at once: p50 direct ${direct.p50Ms.toFixed(2)} ms, through the sidecar ${viaSidecar.p50Ms.toFixed(2)} ms, through the bare relay ${viaBareRelay.p50Ms.toFixed(2)} ms`);
+    relay.push({ concurrency: c, rounds: size.relayRounds, direct, sidecar: viaSidecar, bare: viaBareRelay, cpuUsPerCall });
   }
   const started = startup(sidecar);
   const repeated = await repeatedCheckCost(stack.kube, client, Math.min(64, size.volumes));

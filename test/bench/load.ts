@@ -27,6 +27,16 @@ export async function runLoad(
   calls: number,
   send: (worker: number, i: number) => Promise<Outcome<unknown>>,
 ): Promise<LoadResult> {
+  return summarize(concurrency, [await timedLoad(concurrency, calls, send)]);
+}
+
+/** One run's latencies and wall time, to be summarized alone or pooled with others (summarize). */
+export interface TimedLoad {
+  latencies: number[];
+  wallMs: number;
+}
+
+export async function timedLoad(concurrency: number, calls: number, send: (worker: number, i: number) => Promise<Outcome<unknown>>): Promise<TimedLoad> {
   const latencies: number[] = [];
   let next = 0;
   let failure: string | undefined;
@@ -44,7 +54,14 @@ export async function runLoad(
   );
   const wallMs = performance.now() - started;
   if (failure !== undefined) throw new Error(failure);
-  latencies.sort((a, b) => a - b);
+  return { latencies, wallMs };
+}
+
+/** Runs of one load taken as one: every latency pooled, their wall times added. */
+export function summarize(concurrency: number, runs: readonly TimedLoad[]): LoadResult {
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const wallMs = runs.reduce((t, r) => t + r.wallMs, 0);
+  const calls = latencies.length;
   return { concurrency, calls, wallMs, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), throughputPerS: (calls / wallMs) * 1000 };
 }
 

@@ -28,6 +28,8 @@ export interface Results {
   sidecar: { entry: string; build: string };
   relay: {
     concurrency: number;
+    /** The paths took turns this many times; each path's rounds are pooled. */
+    rounds: number;
     direct: LoadResult;
     sidecar: LoadResult;
     /** The same driver calls through bare-relay.ts: one Node hop, nothing else. */
@@ -153,7 +155,7 @@ export function renderTables(r: Results): string {
     renderQueueScale(r.controllerQueue),
     renderControllerScale(r.controllerScale),
     "",
-    `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")})`,
+    `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")}; the three paths take turns, ${r.relay[0]!.rounds} rounds each)`,
     "   bare = the same healer.v1 calls over TCP through a relay that only forwards HTTP/2 bytes (test/bench/bare-relay.ts): one Node hop and nothing else",
     formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct", "via bare relay", "bare/direct"], relayRows),
     "",
