@@ -167,7 +167,12 @@ function healAll(c: RestartCase, clients: VolumeHealerNodeClient[]): Promise<{ w
  */
 async function bareFloorRun(c: RestartCase, plugins: NodePlugin[], env: RestartEnv): Promise<{ wallMs: number }> {
   for (const { n, stub } of plugins) stub.setState(fleetStubState(c.fleet, n, broken(c)));
-  const relays = await inBatches(plugins, START_BATCH, ({ n, stub }) => startBareRelay(stub.addonsSocket, join(env.dir, fleetNode(n))));
+  const relays = await inBatches(plugins, START_BATCH, async ({ n, stub }) => {
+    const relay = await startBareRelay(stub.addonsSocket, join(env.dir, fleetNode(n)));
+    // Stopped below; registered too, so that one failing to start leaves none of the others running.
+    env.cleanup.add(`bare relay of ${fleetNode(n)}`, () => relay.stop());
+    return relay;
+  });
   env.progress(`  bare relay pids ${relays.map((r) => `pid ${r.pid}`).join(", ")}`);
   const clients = relays.map((r) => new VolumeHealerNodeClient(r.address, grpc.credentials.createInsecure()));
   try {
