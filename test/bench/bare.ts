@@ -16,10 +16,14 @@ export interface BareRelay {
   stop(): Promise<void>;
 }
 
+/** bare-relay.ts as JavaScript, made once per bench (the restart headline starts a relay per driver per run). */
+let javascript: string | undefined;
+
 /** Starts the relay from a JavaScript copy of bare-relay.ts written into `dir`. */
 export async function startBareRelay(driverSocket: string, dir: string): Promise<BareRelay> {
   const program = join(dir, "bare-relay.mjs");
-  writeFileSync(program, transformSync(readFileSync(join(repoRoot, "test/bench/bare-relay.ts"), "utf8"), { loader: "ts", format: "esm" }).code);
+  javascript ??= transformSync(readFileSync(join(repoRoot, "test/bench/bare-relay.ts"), "utf8"), { loader: "ts", format: "esm" }).code;
+  writeFileSync(program, javascript);
   const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, program, driverSocket], {
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -29,7 +29,7 @@ import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
 import { COMPILED_CONTROLLER, COMPILED_DRIVER_STUB, COMPILED_SIDECAR, ensureCompiled } from "./build.js";
 import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
-import { maxOverlap, runLoad, summarize, timedLoad, type LoadResult, type TimedLoad } from "./load.js";
+import { maxOverlap, runLoad, summarize, timedLoad, turns, type TimedLoad } from "./load.js";
 import { readCpuMs, readMemory, sampleMemory } from "./memory.js";
 import { overloadEnv, sustainedOverload } from "./overload.js";
 import { renderTables, type Results, type Startup } from "./report.js";
@@ -206,18 +206,18 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
     const runs: Record<Path, TimedLoad[]> = { direct: [], sidecar: [], bare: [] };
     const cpuMs: Record<Path, number> = { direct: 0, sidecar: 0, bare: 0 };
     const perRound = Math.ceil(size.calls[c] / size.relayRounds);
-    for (let r = 0; r < size.relayRounds; r++) {
-      for (const name of names.map((_, k) => names[(k + r) % names.length]!)) {
+    for (const round of turns(names, size.relayRounds)) {
+      for (const name of round) {
         const { pid, send } = paths[name];
         const cpu0 = pid === undefined ? 0 : readCpuMs(pid);
         runs[name].push(await timedLoad(c, perRound, send));
         if (pid !== undefined) cpuMs[name] += readCpuMs(pid) - cpu0;
       }
     }
-    const [direct, viaSidecar, viaBareRelay] = names.map((name) => summarize(c, runs[name])) as [LoadResult, LoadResult, LoadResult];
-    const cpuUsPerCall = { sidecar: (cpuMs.sidecar * 1000) / viaSidecar.calls, bare: (cpuMs.bare * 1000) / viaBareRelay.calls };
-    progress(`  ${c} at once: p50 direct ${direct.p50Ms.toFixed(2)} ms, through the sidecar ${viaSidecar.p50Ms.toFixed(2)} ms, through the bare relay ${viaBareRelay.p50Ms.toFixed(2)} ms`);
-    relay.push({ concurrency: c, rounds: size.relayRounds, direct, sidecar: viaSidecar, bare: viaBareRelay, cpuUsPerCall });
+    const row = { direct: summarize(c, runs.direct), sidecar: summarize(c, runs.sidecar), bare: summarize(c, runs.bare) };
+    const cpuUsPerCall = { sidecar: (cpuMs.sidecar * 1000) / row.sidecar.calls, bare: (cpuMs.bare * 1000) / row.bare.calls };
+    progress(`  ${c} at once: p50 direct ${row.direct.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar.p50Ms.toFixed(2)} ms, through the bare relay ${row.bare.p50Ms.toFixed(2)} ms`);
+    relay.push({ concurrency: c, rounds: size.relayRounds, ...row, cpuUsPerCall });
   }
   const started = startup(sidecar);
   const repeated = await repeatedCheckCost(stack.kube, client, Math.min(64, size.volumes));

@@ -65,6 +65,14 @@ export function summarize(concurrency: number, runs: readonly TimedLoad[]): Load
   return { concurrency, calls, wallMs, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), throughputPerS: (calls / wallMs) * 1000 };
 }
 
+/**
+ * The order of `items` in each of `rounds` rounds: each round starts one item later than the one
+ * before, so that no item always runs first or always follows the same other one.
+ */
+export function turns<T>(items: readonly T[], rounds: number): T[][] {
+  return Array.from({ length: rounds }, (_, r) => items.map((_, k) => items[(k + r) % items.length]!));
+}
+
 /** The most [t0, t1] intervals that overlap at one moment (driver calls at once, from the call log). */
 export function maxOverlap(intervals: readonly { t0: number; t1: number }[]): number {
   const starts = intervals.map((i) => i.t0).sort((a, b) => a - b);

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { describe, it, type TestContext } from "node:test";
 import { redactSecrets, secretDigest } from "../../driver-stub/call-log.js";
 import { CallGoneError, delay } from "../../driver-stub/delay.js";
 import { VolumeLocks } from "../../driver-stub/locks.js";
@@ -147,99 +147,80 @@ describe("driver-stub state file", () => {
   });
 });
 
+/**
+ * A state store on a new file holding `content`, closed after the test. Unless `warned` is asked
+ * for, anything the store says fails the test.
+ */
+function storeOn(t: TestContext, content: string, opts: { warned?: string[] } = {}) {
+  const dir = tempDir("state-store-");
+  const file = join(dir, "state.json");
+  writeFileSync(file, content);
+  const { warned } = opts;
+  const store = new StateStore(file, warned ? (line) => void warned.push(line) : (line) => assert.fail(line));
+  t.after(() => store.close());
+  return { dir, file, store };
+}
+
 describe("driver-stub state store", () => {
-  it("a heal and an edit of the file made before the heal is written both end up in memory and in the file", async () => {
-    const file = join(tempDir("state-store-"), "state.json");
-    const write = (volumes: object) => writeFileSync(file, JSON.stringify({ volumes }));
-    write({ v: { state: "ABNORMAL", reason: "R" }, w: { state: "ABNORMAL" } });
-    const store = new StateStore(file, (line) => assert.fail(line));
-    try {
-      store.markHealed("v");
-      assert.equal(store.current().volumes.get("v")?.state, "HEALTHY", "in memory at once");
-      // Before the store's write (the next turn of the event loop): someone adds a volume.
-      write({ v: { state: "ABNORMAL", reason: "R" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } });
-      await store.written();
-      const expected = { volumes: { v: { state: "HEALTHY" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } } };
-      assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), expected);
-      assert.deepEqual(
-        Object.fromEntries([...store.current().volumes].map(([id, v]) => [id, v.state])),
-        { v: "HEALTHY", w: "ABNORMAL", x: "UNSUPPORTED" },
-      );
-    } finally {
-      store.close();
-    }
+  it("a heal and an edit of the file made before the heal is written both end up in memory and in the file", async (t) => {
+    const state = (volumes: object) => JSON.stringify({ volumes });
+    const { file, store } = storeOn(t, state({ v: { state: "ABNORMAL", reason: "R" }, w: { state: "ABNORMAL" } }));
+    store.markHealed("v");
+    assert.equal(store.current().volumes.get("v")?.state, "HEALTHY", "in memory at once");
+    // Before the store's write (the next turn of the event loop): someone adds a volume.
+    writeFileSync(file, state({ v: { state: "ABNORMAL", reason: "R" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } }));
+    await store.written();
+    const expected = { volumes: { v: { state: "HEALTHY" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } } };
+    assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), expected);
+    assert.deepEqual(
+      Object.fromEntries([...store.current().volumes].map(([id, v]) => [id, v.state])),
+      { v: "HEALTHY", w: "ABNORMAL", x: "UNSUPPORTED" },
+    );
   });
 
-  it("two changes in one turn are each applied once, in memory and in the file", async () => {
-    const file = join(tempDir("state-store-"), "state.json");
-    writeFileSync(file, "{}");
-    const store = new StateStore(file, (line) => assert.fail(line));
-    try {
-      const rotate = (raw: StubState) => ({ ...raw, keyRotations: { v: (raw.keyRotations?.["v"] ?? 0) + 1 } });
-      store.update(rotate);
-      assert.deepEqual(store.update(rotate).addons.keyRotations, { v: 2 });
-      await store.written();
-      assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), { keyRotations: { v: 2 } });
-    } finally {
-      store.close();
-    }
+  it("two changes in one turn are each applied once, in memory and in the file", async (t) => {
+    const { file, store } = storeOn(t, "{}");
+    const rotate = (raw: StubState) => ({ ...raw, keyRotations: { v: (raw.keyRotations?.["v"] ?? 0) + 1 } });
+    store.update(rotate);
+    assert.deepEqual(store.update(rotate).addons.keyRotations, { v: 2 });
+    await store.written();
+    assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), { keyRotations: { v: 2 } });
   });
 
-  it("a change made right before close() still reaches the file", () => {
-    const file = join(tempDir("state-store-"), "state.json");
-    writeFileSync(file, JSON.stringify({ volumes: { v: { state: "ABNORMAL" } } }));
-    const store = new StateStore(file, (line) => assert.fail(line));
+  it("a change made right before close() still reaches the file", (t) => {
+    const { file, store } = storeOn(t, JSON.stringify({ volumes: { v: { state: "ABNORMAL" } } }));
     store.markHealed("v");
     store.close();
     assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), { volumes: { v: { state: "HEALTHY" } } });
   });
 
-  it("the file deleted before a change is written: the change is written on an empty state", async () => {
-    const file = join(tempDir("state-store-"), "state.json");
-    writeFileSync(file, JSON.stringify({ volumes: { v: {} }, fenced: ["10.0.0.0/8"] }));
-    const store = new StateStore(file, (line) => assert.fail(line));
-    try {
-      store.update((raw) => ({ ...raw, keyRotations: { v: 1 } }));
-      rmSync(file);
-      await store.written();
-      assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), { keyRotations: { v: 1 } });
-    } finally {
-      store.close();
-    }
+  it("the file deleted before a change is written: the change is written on an empty state", async (t) => {
+    const { file, store } = storeOn(t, JSON.stringify({ volumes: { v: {} }, fenced: ["10.0.0.0/8"] }));
+    store.update((raw) => ({ ...raw, keyRotations: { v: 1 } }));
+    rmSync(file);
+    await store.written();
+    assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), { keyRotations: { v: 1 } });
   });
 
-  it("a write that fails is said on stderr, and the change stays in memory", async () => {
-    const dir = tempDir("state-store-");
-    const file = join(dir, "state.json");
-    writeFileSync(file, JSON.stringify({ volumes: { v: { state: "ABNORMAL" } } }));
+  it("a write that fails is said on stderr, and the change stays in memory", async (t) => {
     const warned: string[] = [];
-    const store = new StateStore(file, (line) => void warned.push(line));
-    try {
-      store.markHealed("v");
-      rmSync(dir, { recursive: true });
-      await store.written();
-      assert.equal(warned.filter((l) => l.startsWith(`warning: cannot write state file ${file} (`)).length, 1, warned.join("\n"));
-      assert.equal(store.current().volumes.get("v")?.state, "HEALTHY");
-    } finally {
-      store.close();
-    }
+    const { dir, file, store } = storeOn(t, JSON.stringify({ volumes: { v: { state: "ABNORMAL" } } }), { warned });
+    store.markHealed("v");
+    rmSync(dir, { recursive: true });
+    await store.written();
+    assert.equal(warned.filter((l) => l.startsWith(`warning: cannot write state file ${file} (`)).length, 1, warned.join("\n"));
+    assert.equal(store.current().volumes.get("v")?.state, "HEALTHY");
   });
 
-  it("a malformed file is said at once, at start and when it is edited, before any request reads it", async () => {
-    const file = join(tempDir("state-store-"), "state.json");
-    writeFileSync(file, "{");
+  it("a malformed file is said at once, at start and when it is edited, before any request reads it", async (t) => {
     const warned: string[] = [];
-    const store = new StateStore(file, (line) => void warned.push(line));
-    try {
-      assert.match(warned.join("\n"), /state file .* is malformed/, "at start");
-      writeFileSync(file, JSON.stringify({ volumes: { v: {} } }));
-      // Replaced by rename, as editors and the tests' writers do: the watch is on the directory.
-      writeFileSync(`${file}.tmp`, '{"volumes": []}');
-      renameSync(`${file}.tmp`, file);
-      await waitFor("the edit said", () => warned.some((l) => /state\.volumes: expected an object/.test(l)));
-    } finally {
-      store.close();
-    }
+    const { file } = storeOn(t, "{", { warned });
+    assert.match(warned.join("\n"), /state file .* is malformed/, "at start");
+    writeFileSync(file, JSON.stringify({ volumes: { v: {} } }));
+    // Replaced by rename, as editors and the tests' writers do: the watch is on the directory.
+    writeFileSync(`${file}.tmp`, '{"volumes": []}');
+    renameSync(`${file}.tmp`, file);
+    await waitFor("the edit said", () => warned.some((l) => /state\.volumes: expected an object/.test(l)));
   });
 });
 
