@@ -34,11 +34,12 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +the controller's informers at cluster scale: 20 Nodes, 1,000 PVs and 1,000 VolumeAttachments as a cluster writes them, NODE_OPTIONS="--max-old-space-size=\d+.*listed in [\d.]+ ms; RSS [\d.]+ MiB after, [\d.]+ MiB at the peak \(\d+% of deploy\/'s \d+Mi\); V8 heap in use [\d.]+ MiB$/m);
   assert.match(stdout, /^1\. Relay overhead: GetVolumeHealth/m);
   for (const c of [1, 64]) {
-    // direct, via sidecar, sidecar/direct, via bare relay, bare/direct
+    // direct, then via sidecar, bare relay and grpc-js relay, each with its ratio to direct
     for (const measure of ["p50 latency", "p99 latency", "throughput"]) {
-      assert.match(stdout, new RegExp(`^ +${c} at once +${measure} +[\\d.,]+ ?(ms|/s) +[\\d.,]+ ?(ms|/s) +[\\d.]+x +[\\d.,]+ ?(ms|/s) +[\\d.]+x$`, "m"), `${c} at once ${measure}`);
+      const relayed = " +[\\d.,]+ ?(ms|/s) +[\\d.]+x".repeat(3);
+      assert.match(stdout, new RegExp(`^ +${c} at once +${measure} +[\\d.,]+ ?(ms|/s)${relayed}$`, "m"), `${c} at once ${measure}`);
     }
-    assert.match(stdout, new RegExp(`^ +${c} at once +relay's CPU per call +- +\\d+ us +- +\\d+ us +-$`, "m"), `${c} at once CPU per call`);
+    assert.match(stdout, new RegExp(`^ +${c} at once +relay's CPU per call +-${" +\\d+ us +-".repeat(3)}$`, "m"), `${c} at once CPU per call`);
   }
   assert.match(stdout, /^2\. Heal-all burst: \d+ volumes on one node, driver heal delay 5 ms, --max-inflight 32/m);
   assert.match(stdout, /^ +wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
@@ -47,19 +48,20 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +beside it: the bare node:http2 relay, idle .* [\d.]+ MiB$/m);
+  assert.match(stdout, /^ +and the grpc-js relay, idle \(grpc-js, winston, prom-client loaded, one call made\) +[\d.]+ MiB$/m);
   assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms \([\d.]+ ms - [\d.]+ ms\)$/m);
-  assert.match(stdout, /^ +process start -> SERVING \(driver already up\), median of 2 starts +[\d.]+ ms +<= 300 ms +(yes|NO) +-$/m);
+  assert.match(stdout, /^ +process start -> SERVING \(driver already up\), median of 2 starts +[\d.]+ ms +<= 300 ms +(yes|NO) +- +-$/m);
   assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
   assert.match(stdout, /^ +under deploy\/'s settings: NODE_OPTIONS="--max-old-space-size=\d+/m);
   assert.match(stdout, /^5\. Issue 12 targets, this run, the soak included \(met: \d+ of 13\)/m);
   for (const row of ["Kubernetes API requests per repeated health check", "driver back -> SERVING", "soak: calls answered / sent"]) {
-    assert.match(stdout, new RegExp(`^  ${row}.* (yes|NO) +-$`, "m"), row);
+    assert.match(stdout, new RegExp(`^  ${row}.* (yes|NO) +- +-$`, "m"), row);
   }
-  // The measures a bare relay bounds show what it measured beside them.
+  // The measures the two relays bound show what each measured beside them.
   for (const row of ["GetVolumeHealth p50, via sidecar / direct, 1 caller", "throughput at 64 callers, via sidecar / direct"]) {
-    assert.match(stdout, new RegExp(`^  ${row} .* (yes|NO) +[\\d.]+x$`, "m"), row);
+    assert.match(stdout, new RegExp(`^  ${row} .* (yes|NO) +[\\d.]+x +[\\d.]+x$`, "m"), row);
   }
-  assert.match(stdout, /^  idle RSS .* (yes|NO) +[\d.]+ MiB$/m);
+  assert.match(stdout, /^  idle RSS .* (yes|NO) +[\d.]+ MiB +[\d.]+ MiB$/m);
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;
@@ -69,8 +71,11 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(r.machine.cpus > 0 && r.machine.totalMemoryBytes > 0);
   assert.deepEqual(r.relay.map((x) => x.concurrency), [1, 64]);
   assert.ok(r.relay.every((x) => x.direct.p50Ms > 0 && x.sidecar.p99Ms >= x.sidecar.p50Ms));
-  assert.ok(r.relay.every((x) => x.bare.p99Ms >= x.bare.p50Ms && x.bare.p50Ms > 0 && x.cpuUsPerCall.sidecar > 0 && x.cpuUsPerCall.bare > 0), JSON.stringify(r.relay));
-  assert.ok(r.memory.bareRelayIdleRssBytes > 0);
+  for (const relay of ["bare", "grpcJs"] as const) {
+    assert.ok(r.relay.every((x) => x[relay].p99Ms >= x[relay].p50Ms && x[relay].p50Ms > 0 && x.cpuUsPerCall[relay] > 0), JSON.stringify(r.relay));
+  }
+  assert.ok(r.relay.every((x) => x.cpuUsPerCall.sidecar > 0));
+  assert.ok(r.memory.bareRelayIdleRssBytes > 0 && r.memory.grpcJsRelayIdleRssBytes > 0);
   assert.equal(r.burst.sidecar.outcomes["HEALED"], r.burst.volumes, "every volume healed, none refused");
   assert.ok(r.burst.sidecar.peakDriverCalls <= 32, `--max-inflight 32 held: ${r.burst.sidecar.peakDriverCalls}`);
   assert.ok(r.burst.apiRequestsPerHeal > 0);
@@ -110,9 +115,9 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
 
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());
-  // Sections 1-4: API, driver-stub, three sidecars, the bare relay. Headline, per node: driver-stub, restarted
+  // Sections 1-4: API, driver-stub, three sidecars, the two relays. Headline, per node: driver-stub, restarted
   // driver-stub, sidecar, bare relay; per case: API and controller (--quick: 1 node, then 3).
-  assert.ok(pids.length >= 6 + (2 + 4 * 1) + (2 + 4 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
+  assert.ok(pids.length >= 7 + (2 + 4 * 1) + (2 + 4 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
 });

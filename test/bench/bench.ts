@@ -23,7 +23,7 @@ import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { call, codeName, type Outcome } from "../support/grpc.js";
 import { repoRoot } from "../support/proc.js";
 import { benchDir } from "./work-dir.js";
-import { startBareRelay } from "./bare.js";
+import { startRelay, type Relay } from "./bare.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
@@ -174,37 +174,50 @@ async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
  * 1. Relay overhead. Every caller asks about its own volume, so the sidecar's single flight never
  * merges calls and --max-inflight 64 never queues them: what is measured is the relay itself
  * (two Kubernetes reads, the driver call, two gRPC hops instead of one). Beside it, the same
- * driver calls through a relay that only forwards bytes (bare-relay.ts): what one Node hop costs by
- * itself on this machine, against which the sidecar's targets can be read.
+ * driver calls through two relays that do nothing a sidecar must: bare-relay.ts (one Node hop,
+ * bytes forwarded) and grpc-js-relay.ts (one hop through the decided stack's server and driver
+ * client, messages left as bytes): what a hop costs by itself on this machine, and what the stack
+ * adds to it, against which the sidecar's targets can be read.
  */
-async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"]; bareIdleRssBytes: number }> {
-  progress("1/5 relay overhead: GetVolumeHealth, direct vs through the sidecar vs through a bare node:http2 relay");
+async function relayOverhead(
+  stack: Stack,
+  size: Size,
+): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"]; idleRssBytes: { bare: number; grpcJs: number } }> {
+  progress("1/5 relay overhead: GetVolumeHealth, direct vs through the sidecar vs through a bare node:http2 relay and a grpc-js relay");
   stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
   const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
-  const bare = await startBareRelay(stack.stub.addonsSocket, stack.dir);
-  cleanup.add("bare relay", () => bare.stop());
-  progress(`  bare relay pid ${bare.pid} at ${bare.address}`);
-  const viaBare = new VolumeHealerNodeClient(bare.address, grpc.credentials.createInsecure());
-  cleanup.add("bare relay client", () => viaBare.close());
-  type Path = "direct" | "sidecar" | "bare";
+  const relays = { bare: await startRelay("bare", stack.stub.addonsSocket, stack.dir), grpcJs: await startRelay("grpc-js", stack.stub.addonsSocket, stack.dir) };
+  const clients = {} as Record<keyof typeof relays, VolumeHealerNodeClient>;
+  for (const [name, relay] of Object.entries(relays) as [keyof typeof relays, Relay][]) {
+    cleanup.add(`${name} relay`, () => relay.stop());
+    progress(`  ${name} relay pid ${relay.pid} at ${relay.address}`);
+    clients[name] = new VolumeHealerNodeClient(relay.address, grpc.credentials.createInsecure());
+    cleanup.add(`${name} relay client`, () => clients[name].close());
+  }
+  const viaRelay = (name: keyof typeof relays) => (worker: number) => call(clients[name], clients[name].nodeGetVolumeHealth, directHealthRequest(worker));
+  type Path = "direct" | "sidecar" | keyof typeof relays;
   const paths: Record<Path, { pid: number | undefined; send: (worker: number) => Promise<Outcome<unknown>> }> = {
     direct: { pid: undefined, send: (worker) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)) },
     sidecar: { pid: sidecar.pid, send: (worker) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }) },
-    bare: { pid: bare.pid, send: (worker) => call(viaBare, viaBare.nodeGetVolumeHealth, directHealthRequest(worker)) },
+    bare: { pid: relays.bare.pid, send: viaRelay("bare") },
+    grpcJs: { pid: relays.grpcJs.pid, send: viaRelay("grpcJs") },
   };
   const names = Object.keys(paths) as Path[];
   // As the sidecar's idle RSS is taken: connected to the driver, one call made.
-  const first = await paths.bare.send(0);
-  if (!first.ok) throw new Error(`the bare relay's first call failed: ${codeName(first.code)} ${first.details}`);
-  const bareIdleRssBytes = readMemory(bare.pid).rssBytes;
+  const idleRssBytes = { bare: 0, grpcJs: 0 };
+  for (const name of ["bare", "grpcJs"] as const) {
+    const first = await paths[name].send(0);
+    if (!first.ok) throw new Error(`the ${name} relay's first call failed: ${codeName(first.code)} ${first.details}`);
+    idleRssBytes[name] = readMemory(relays[name].pid).rssBytes;
+  }
   const relay: Results["relay"] = [];
   for (const c of CONCURRENCY) {
     for (const name of names) await runLoad(c, Math.min(size.warmup, size.calls[c]), paths[name].send);
     // This machine's speed moves from one minute to the next (a direct p50 of 0.3 ms in one, 0.7
     // in the next): the paths take turns, each round in another order, and each path's rounds
     // are pooled, so that every ratio compares calls made in the same minutes.
-    const runs: Record<Path, TimedLoad[]> = { direct: [], sidecar: [], bare: [] };
-    const cpuMs: Record<Path, number> = { direct: 0, sidecar: 0, bare: 0 };
+    const runs: Record<Path, TimedLoad[]> = { direct: [], sidecar: [], bare: [], grpcJs: [] };
+    const cpuMs: Record<Path, number> = { direct: 0, sidecar: 0, bare: 0, grpcJs: 0 };
     const perRound = Math.ceil(size.calls[c] / size.relayRounds);
     for (const round of turns(names, size.relayRounds)) {
       for (const name of round) {
@@ -214,17 +227,22 @@ async function relayOverhead(stack: Stack, size: Size): Promise<{ relay: Results
         if (pid !== undefined) cpuMs[name] += readCpuMs(pid) - cpu0;
       }
     }
-    const row = { direct: summarize(c, runs.direct), sidecar: summarize(c, runs.sidecar), bare: summarize(c, runs.bare) };
-    const cpuUsPerCall = { sidecar: (cpuMs.sidecar * 1000) / row.sidecar.calls, bare: (cpuMs.bare * 1000) / row.bare.calls };
-    progress(`  ${c} at once: p50 direct ${row.direct.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar.p50Ms.toFixed(2)} ms, through the bare relay ${row.bare.p50Ms.toFixed(2)} ms`);
+    const row = { direct: summarize(c, runs.direct), sidecar: summarize(c, runs.sidecar), bare: summarize(c, runs.bare), grpcJs: summarize(c, runs.grpcJs) };
+    const perCall = (name: Exclude<Path, "direct">) => (cpuMs[name] * 1000) / row[name].calls;
+    const cpuUsPerCall = { sidecar: perCall("sidecar"), bare: perCall("bare"), grpcJs: perCall("grpcJs") };
+    progress(
+      `  ${c} at once: p50 direct ${row.direct.p50Ms.toFixed(2)} ms, through the sidecar ${row.sidecar.p50Ms.toFixed(2)} ms, the bare relay ${row.bare.p50Ms.toFixed(2)} ms, the grpc-js relay ${row.grpcJs.p50Ms.toFixed(2)} ms`,
+    );
     relay.push({ concurrency: c, rounds: size.relayRounds, ...row, cpuUsPerCall });
   }
   const started = startup(sidecar);
   const repeated = await repeatedCheckCost(stack.kube, client, Math.min(64, size.volumes));
-  viaBare.close();
-  await bare.stop();
+  for (const name of ["bare", "grpcJs"] as const) {
+    clients[name].close();
+    await relays[name].stop();
+  }
   await sidecar.stop();
-  return { relay, startup: started, repeated, bareIdleRssBytes };
+  return { relay, startup: started, repeated, idleRssBytes };
 }
 
 /**
@@ -258,7 +276,7 @@ async function startups(stack: Stack, size: Size): Promise<Results["startup"]["r
  * the driver alone at MAX_INFLIGHT calls at once (the floor), then all volumes at once through a
  * fresh sidecar whose memory is sampled meanwhile.
  */
-async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Omit<Results["memory"], "bareRelayIdleRssBytes">; startup: Startup }> {
+async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Omit<Results["memory"], "bareRelayIdleRssBytes" | "grpcJsRelayIdleRssBytes">; startup: Startup }> {
   progress(`2/5 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
   const { stub, direct, kube } = stack;
   const breakAll = () => stub.setState(stubState(size.burst, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
@@ -391,7 +409,7 @@ async function main(): Promise<number> {
     sidecar: { entry: COMPILED_SIDECAR, build },
     relay: relay.relay,
     burst: burst.burst,
-    memory: { ...burst.memory, bareRelayIdleRssBytes: relay.bareIdleRssBytes },
+    memory: { ...burst.memory, bareRelayIdleRssBytes: relay.idleRssBytes.bare, grpcJsRelayIdleRssBytes: relay.idleRssBytes.grpcJs },
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup, repeated: started },
     overload: overloaded,
     restartHeal: restart,

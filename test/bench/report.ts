@@ -34,8 +34,10 @@ export interface Results {
     sidecar: LoadResult;
     /** The same driver calls through bare-relay.ts: one Node hop, nothing else. */
     bare: LoadResult;
+    /** The same driver calls through grpc-js-relay.ts: one hop through grpc-js's server and our driver client, messages as bytes. */
+    grpcJs: LoadResult;
     /** CPU time of the relay process per call (user + system). */
-    cpuUsPerCall: { sidecar: number; bare: number };
+    cpuUsPerCall: { sidecar: number; bare: number; grpcJs: number };
   }[];
   burst: {
     volumes: number;
@@ -60,6 +62,8 @@ export interface Results {
     samples: number;
     /** bare-relay.ts connected to the driver after one call: Node with http2 and TLS loaded, under the sidecar's V8 flags. */
     bareRelayIdleRssBytes: number;
+    /** grpc-js-relay.ts the same way: the decided stack (grpc-js, winston, prom-client) loaded, relaying bytes. */
+    grpcJsRelayIdleRssBytes: number;
   };
   startup: {
     relaySidecar: Startup;
@@ -105,12 +109,19 @@ function renderControllerScale(c: ControllerScale): string {
 }
 
 export function renderTables(r: Results): string {
-  const relayRows = r.relay.flatMap(({ concurrency: c, direct: d, sidecar: s, bare: b, cpuUsPerCall: cpu }) => [
-    [`${c} at once`, "p50 latency", ms(d.p50Ms), ms(s.p50Ms), ratio(s.p50Ms, d.p50Ms), ms(b.p50Ms), ratio(b.p50Ms, d.p50Ms)],
-    [`${c} at once`, "p99 latency", ms(d.p99Ms), ms(s.p99Ms), ratio(s.p99Ms, d.p99Ms), ms(b.p99Ms), ratio(b.p99Ms, d.p99Ms)],
-    [`${c} at once`, "throughput", perS(d.throughputPerS), perS(s.throughputPerS), ratio(s.throughputPerS, d.throughputPerS), perS(b.throughputPerS), ratio(b.throughputPerS, d.throughputPerS)],
-    [`${c} at once`, "relay's CPU per call", "-", us(cpu.sidecar), "-", us(cpu.bare), "-"],
-  ]);
+  const relayRows = r.relay.flatMap(({ concurrency: c, direct: d, sidecar, bare, grpcJs, cpuUsPerCall: cpu }) => {
+    /** The direct value, then each relay's value and its ratio to the direct one. */
+    const cells = (value: (l: LoadResult) => number, show: (v: number) => string) => [
+      show(value(d)),
+      ...[sidecar, bare, grpcJs].flatMap((l) => [show(value(l)), ratio(value(l), value(d))]),
+    ];
+    return [
+      [`${c} at once`, "p50 latency", ...cells((l) => l.p50Ms, ms)],
+      [`${c} at once`, "p99 latency", ...cells((l) => l.p99Ms, ms)],
+      [`${c} at once`, "throughput", ...cells((l) => l.throughputPerS, perS)],
+      [`${c} at once`, "relay's CPU per call", "-", ...[cpu.sidecar, cpu.bare, cpu.grpcJs].flatMap((v) => [us(v), "-"])],
+    ];
+  });
   const b = r.burst;
   const perHeal = Object.entries(b.apiRequests).map(([k, n]) => `${k} ${n}`).join(", ") || "none";
   const burstRows = [
@@ -127,6 +138,7 @@ export function renderTables(r: Results): string {
   const sidecarRows = [
     ["idle RSS (ready, no calls yet)", MiB(r.memory.idleRssBytes)],
     ["  beside it: the bare node:http2 relay, idle (http2 and TLS loaded, one call made)", MiB(r.memory.bareRelayIdleRssBytes)],
+    ["  and the grpc-js relay, idle (grpc-js, winston, prom-client loaded, one call made)", MiB(r.memory.grpcJsRelayIdleRssBytes)],
     [`peak RSS during the burst (${r.memory.samples} samples)`, MiB(r.memory.peakRssBytes)],
     ["VmHWM (high-water mark since start)", MiB(r.memory.hwmBytes)],
     [`${st.starts} starts, median (lowest - highest):`, ""],
@@ -155,9 +167,10 @@ export function renderTables(r: Results): string {
     renderQueueScale(r.controllerQueue),
     renderControllerScale(r.controllerScale),
     "",
-    `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")}; the three paths take turns, ${r.relay[0]!.rounds} rounds each)`,
+    `1. Relay overhead: GetVolumeHealth, direct = healer.v1 on the driver's unix socket, sidecar = sidecar.v1 over TCP (${r.relay.map((x) => `${x.direct.calls} calls at ${x.concurrency}`).join(", ")}; the four paths take turns, ${r.relay[0]!.rounds} rounds each)`,
     "   bare = the same healer.v1 calls over TCP through a relay that only forwards HTTP/2 bytes (test/bench/bare-relay.ts): one Node hop and nothing else",
-    formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct", "via bare relay", "bare/direct"], relayRows),
+    "   grpc-js = the same through grpc-js's server and the sidecar's driver client, messages left as bytes, winston and prom-client loaded (test/bench/grpc-js-relay.ts): the decided stack and nothing else",
+    formatTable(["callers", "measure", "direct", "via sidecar", "sidecar/direct", "via bare relay", "bare/direct", "via grpc-js relay", "grpc-js/direct"], relayRows),
     "",
     `2. Heal-all burst: ${b.volumes} volumes on one node, driver heal delay ${b.healDelayMs} ms, --max-inflight ${b.maxInflight} --max-queue ${b.maxQueue}`,
     `   direct = the driver alone, ${b.maxInflight} calls at once; via sidecar = all ${b.volumes} HealVolume(ALWAYS) at once: ${Object.entries(b.sidecar.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`,
