@@ -27,6 +27,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +\.\.\. \/ floor +[\d.]+x +[\d.]+x$/m);
   assert.match(stdout, /^ +the same through a bare node:http2 relay per driver +\d+ ms +\d+ ms$/m);
   assert.match(stdout, /^ +\.\.\. \/ floor: what one more hop costs, no more +[\d.]+x +[\d.]+x$/m);
+  assert.match(stdout, /^ +the same through a grpc-js relay per driver +\d+ ms +\d+ ms$/m);
+  assert.match(stdout, /^ +\.\.\. \/ floor: that hop through the decided stack +[\d.]+x +[\d.]+x$/m);
   assert.match(stdout, /^ +API requests per healed volume: controller +[\d.]+ +[\d.]+$/m);
   assert.match(stdout, /^ +API requests per healed volume: sidecars \(PV, VA, \.\.\.\) +[\d.]+ +[\d.]+$/m);
   assert.match(stdout, /^ +(met|NOT met) +\d+ volumes, 1 node: drivers back -> last HEALED <= 1\.5x the floor: [\d.]+x$/m);
@@ -96,7 +98,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
     // Heals reach a driver only once it is back; with staggered restarts the first heal can come
     // before the last driver is back, so the heal phase is bounded by the first driver back.
     assert.ok(c.floor.wallMs > 0 && c.healer.firstBackToLastHealedMs >= c.healer.healPhaseMs, JSON.stringify(c.healer));
-    assert.ok(c.bareFloor.wallMs > 0);
+    assert.ok(c.bareFloor.wallMs > 0 && c.grpcJsFloor.wallMs > 0);
     assert.ok(c.apiRequests.sidecarsPerHeal > 0, "the sidecars' requests are counted under their own identity");
     assert.ok(Object.keys(c.apiRequests.controller).length > 0, "the controller's requests are counted under its own identity");
     assert.ok(c.healer.cpuMsPerHeal.sidecars > 0 && c.floor.cpuMsPerHeal.drivers > 0, "CPU time is read from /proc");
@@ -116,8 +118,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());
   // Sections 1-4: API, driver-stub, three sidecars, the two relays. Headline, per node: driver-stub, restarted
-  // driver-stub, sidecar, bare relay; per case: API and controller (--quick: 1 node, then 3).
-  assert.ok(pids.length >= 7 + (2 + 4 * 1) + (2 + 4 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
+  // driver-stub, sidecar, the two relays; per case: API and controller (--quick: 1 node, then 3).
+  assert.ok(pids.length >= 7 + (2 + 5 * 1) + (2 + 5 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
 });

@@ -3,8 +3,9 @@
 // is killed and started again with all its mounts dead, and we measure from the moment the drivers
 // are back to the last volume HEALED — against the floor: the same heals sent straight to the
 // drivers with the controller's bounds (--per-node-concurrency per driver, --max-concurrent-heals
-// in all), and beside it the same heals through a bare node:http2 relay per driver (the floor plus
-// one hop). Kubernetes API requests are counted per identity: the controller and the sidecars run
+// in all), and beside it the same heals through a relay per driver that does nothing a sidecar must:
+// a bare node:http2 relay (the floor plus one hop) and a grpc-js relay (the floor plus one hop through
+// the decided stack's server and driver client). Kubernetes API requests are counted per identity: the controller and the sidecars run
 // with tokens of their own ServiceAccounts.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -23,7 +24,7 @@ import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile, runBounded } from "./load.js";
 import { readCpuMs } from "./memory.js";
-import { startBareRelay } from "./bare.js";
+import { startRelay, type RelayKind } from "./bare.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";
@@ -41,11 +42,13 @@ export interface RestartCase {
 export interface RestartResult extends RestartCase {
   volumes: number;
   /** Every run of the case, when it was run more than once (this result is the median one). */
-  runs?: { floorMs: number; bareFloorMs: number; backToLastHealedMs: number }[];
+  runs?: { floorMs: number; bareFloorMs: number; grpcJsFloorMs: number; backToLastHealedMs: number }[];
   /** The same heals straight to the drivers, with the controller's bounds. */
   floor: { wallMs: number; peakDriverCalls: number; cpuMsPerHeal: { client: number; drivers: number } };
-  /** The same heals through a bare node:http2 relay per driver, with the same bounds (bareFloorRun). */
+  /** The same heals through a bare node:http2 relay per driver, with the same bounds (relayFloorRun). */
   bareFloor: { wallMs: number };
+  /** The same through a grpc-js relay per driver (grpc-js-relay.ts): the decided stack's hop. */
+  grpcJsFloor: { wallMs: number };
   healer: {
     /** First driver back to last driver back (they restart at once, but start one by one on a busy machine). */
     driversBackSpreadMs: number;
@@ -161,23 +164,24 @@ function healAll(c: RestartCase, clients: VolumeHealerNodeClient[]): Promise<{ w
 }
 
 /**
- * The same heals through a bare node:http2 relay per driver (bare-relay.ts): the floor plus the one
- * hop every relay adds, and nothing a sidecar does. What is left between it and the healer is the
- * sidecar's and the controller's own work (the VolumeAttachment read among it) and noticing the restart.
+ * The same heals through a relay per driver that does nothing a sidecar does: bare-relay.ts (the
+ * floor plus the one hop every relay adds) or grpc-js-relay.ts (that hop through the decided stack's
+ * server and driver client). What is left between it and the healer is the sidecar's and the
+ * controller's own work (the VolumeAttachment read among it) and noticing the restart.
  */
-async function bareFloorRun(c: RestartCase, plugins: NodePlugin[], env: RestartEnv): Promise<{ wallMs: number }> {
+async function relayFloorRun(kind: RelayKind, c: RestartCase, plugins: NodePlugin[], env: RestartEnv): Promise<{ wallMs: number }> {
   for (const { n, stub } of plugins) stub.setState(fleetStubState(c.fleet, n, broken(c)));
   const relays = await inBatches(plugins, START_BATCH, async ({ n, stub }) => {
-    const relay = await startBareRelay(stub.addonsSocket, join(env.dir, fleetNode(n)));
+    const relay = await startRelay(kind, stub.addonsSocket, join(env.dir, fleetNode(n)));
     // Stopped below; registered too, so that one failing to start leaves none of the others running.
-    env.cleanup.add(`bare relay of ${fleetNode(n)}`, () => relay.stop());
+    env.cleanup.add(`${kind} relay of ${fleetNode(n)}`, () => relay.stop());
     return relay;
   });
-  env.progress(`  bare relay pids ${relays.map((r) => `pid ${r.pid}`).join(", ")}`);
+  env.progress(`  ${kind} relay pids ${relays.map((r) => `pid ${r.pid}`).join(", ")}`);
   const clients = relays.map((r) => new VolumeHealerNodeClient(r.address, grpc.credentials.createInsecure()));
   try {
     const result = await healAll(c, clients);
-    if (!allHealthy(plugins)) throw new Error("heals through the bare relays: not every volume is HEALTHY afterwards");
+    if (!allHealthy(plugins)) throw new Error(`heals through the ${kind} relays: not every volume is HEALTHY afterwards`);
     return result;
   } finally {
     for (const client of clients) client.close();
@@ -211,6 +215,7 @@ async function waitHandled(kube: KubeChild, nodes: number, before: Map<string, s
 interface Observed {
   floor: RestartResult["floor"];
   bareFloor: RestartResult["bareFloor"];
+  grpcJsFloor: RestartResult["grpcJsFloor"];
   plugins: NodePlugin[];
   /** When each node's new driver process was ready. */
   backAt: number[];
@@ -245,6 +250,7 @@ function measure(c: RestartCase, o: Observed): RestartResult {
     volumes,
     floor: o.floor,
     bareFloor: o.bareFloor,
+    grpcJsFloor: o.grpcJsFloor,
     healer: {
       driversBackSpreadMs: lastBack - Math.min(...o.backAt),
       backToLastHealedMs: lastHealed - lastBack,
@@ -286,8 +292,10 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   progress(`  floor: ${volumes} heals straight to the driver(s), ${c.perNodeConcurrency} per driver, ${c.maxConcurrentHeals} in all`);
   const floor = await floorRun(c, plugins);
   progress(`  floor: ${floor.wallMs.toFixed(0)} ms, at most ${floor.peakDriverCalls} heals at once at one driver`);
-  const bareFloor = await bareFloorRun(c, plugins, env);
+  const bareFloor = await relayFloorRun("bare", c, plugins, env);
   progress(`  the same heals through a bare node:http2 relay per driver: ${bareFloor.wallMs.toFixed(0)} ms`);
+  const grpcJsFloor = await relayFloorRun("grpc-js", c, plugins, env);
+  progress(`  the same heals through a grpc-js relay per driver: ${grpcJsFloor.wallMs.toFixed(0)} ms`);
 
   const controller = await spawnController({
     build: "compiled",
@@ -325,7 +333,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   );
   const counts = await kube.countsByUser();
   const cpuMs = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids) - cpuBefore[k]!])) as Observed["cpuMs"];
-  const result = measure(c, { floor, bareFloor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });
+  const result = measure(c, { floor, bareFloor, grpcJsFloor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });
   progress(`  ${volumes} volumes HEALED ${result.healer.backToLastHealedMs.toFixed(0)} ms after the driver(s) were back (floor ${floor.wallMs.toFixed(0)} ms)`);
 
   // Stop this case's processes now: the next case needs the CPU.
@@ -340,5 +348,5 @@ export function medianRun(runs: RestartResult[]): RestartResult {
   const ratio = (r: RestartResult) => r.healer.backToLastHealedMs / r.floor.wallMs;
   const sorted = [...runs].sort((a, b) => ratio(a) - ratio(b));
   const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
-  return runs.length === 1 ? median : { ...median, runs: runs.map((r) => ({ floorMs: r.floor.wallMs, bareFloorMs: r.bareFloor.wallMs, backToLastHealedMs: r.healer.backToLastHealedMs })) };
+  return runs.length === 1 ? median : { ...median, runs: runs.map((r) => ({ floorMs: r.floor.wallMs, bareFloorMs: r.bareFloor.wallMs, grpcJsFloorMs: r.grpcJsFloor.wallMs, backToLastHealedMs: r.healer.backToLastHealedMs })) };
 }
