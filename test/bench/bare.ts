@@ -44,11 +44,16 @@ function compile(kind: RelayKind): string {
   return out.outputFiles[0]!.text;
 }
 
-/** Starts a relay from a JavaScript copy written into `dir`. */
-export async function startRelay(kind: RelayKind, driverSocket: string, dir: string): Promise<Relay> {
+/**
+ * Starts a relay from a JavaScript copy written into `dir`; the grpc-js relay lets at most
+ * `maxInflight` calls reach the driver at once, when given.
+ */
+export async function startRelay(kind: RelayKind, driverSocket: string, dir: string, maxInflight?: number): Promise<Relay> {
   const program = join(dir, `${kind}-relay.mjs`);
   writeFileSync(program, (javascript[kind] ??= compile(kind)));
-  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, program, driverSocket], {
+  if (maxInflight !== undefined && kind !== "grpc-js") throw new Error(`the ${kind} relay has no limit of calls in flight`);
+  const limit = maxInflight === undefined ? [] : [String(maxInflight)];
+  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, program, driverSocket, ...limit], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, NODE_ENV: "production" },
   });

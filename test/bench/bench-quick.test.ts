@@ -47,10 +47,12 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
   assert.match(stdout, /^ +Kubernetes API requests per heal +- +[\d.]+ +-$/m);
   assert.match(stdout, /^ +again, the same sidecar warm: wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
+  assert.match(stdout, /^ +the same burst through a fresh grpc-js relay: wall time +[\d.]+ ms +[\d.]+ ms +[\d.]+x$/m);
   assert.match(stdout, /^3\. Sidecar process/m);
   assert.match(stdout, /^ +idle RSS .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +beside it: the bare node:http2 relay, idle .* [\d.]+ MiB$/m);
   assert.match(stdout, /^ +and the grpc-js relay, idle \(grpc-js, winston, prom-client loaded, one call made\) +[\d.]+ MiB$/m);
+  assert.match(stdout, /^ +beside it: the grpc-js relay's peak RSS in the same burst +[\d.]+ MiB$/m);
   assert.match(stdout, /^ +"driver ready" -> "ready: SERVING" +[\d.]+ ms \([\d.]+ ms - [\d.]+ ms\)$/m);
   assert.match(stdout, /^ +process start -> SERVING \(driver already up\), median of 2 starts +[\d.]+ ms +<= 300 ms +(yes|NO) +- +-$/m);
   assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
@@ -64,6 +66,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
     assert.match(stdout, new RegExp(`^  ${row} .* (yes|NO) +[\\d.]+x +[\\d.]+x$`, "m"), row);
   }
   assert.match(stdout, /^  idle RSS .* (yes|NO) +[\d.]+ MiB +[\d.]+ MiB$/m);
+  assert.match(stdout, /^  heal-all burst, \d+ volumes, via sidecar \/ driver alone .* (yes|NO) +- +[\d.]+x$/m);
+  assert.match(stdout, /^  peak RSS in the \d+-volume burst .* (yes|NO) +- +[\d.]+ MiB$/m);
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;
@@ -82,6 +86,8 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(r.burst.sidecar.peakDriverCalls <= 32, `--max-inflight 32 held: ${r.burst.sidecar.peakDriverCalls}`);
   assert.ok(r.burst.apiRequestsPerHeal > 0);
   assert.ok(r.burst.again.wallMs > 0);
+  assert.ok(r.burst.grpcJs.wallMs > 0 && r.burst.grpcJs.peakRssBytes > 0);
+  assert.ok(r.burst.grpcJs.peakDriverCalls <= 32, `the grpc-js relay held its limit of 32: ${r.burst.grpcJs.peakDriverCalls}`);
   assert.equal(r.controllerQueue.nodes * r.controllerQueue.volumesPerNode, 5000);
   assert.ok(r.controllerQueue.wallMs > 0 && r.controllerQueue.maxStallMs >= 0);
   assert.ok(r.controllerScale.hwmBytes >= r.controllerScale.rssBytes && r.controllerScale.heapUsedBytes > 0 && r.controllerScale.syncMs > 0);
@@ -117,9 +123,9 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
 
   // Every process it started (it names their pids) is gone.
   const pids = pidsIn(bench.stderr());
-  // Sections 1-4: API, driver-stub, three sidecars, the two relays. Headline, per node: driver-stub, restarted
+  // Sections 1-4: API, driver-stub, three sidecars, the two relays and the burst's grpc-js relay. Headline, per node: driver-stub, restarted
   // driver-stub, sidecar, the two relays; per case: API and controller (--quick: 1 node, then 3).
-  assert.ok(pids.length >= 7 + (2 + 5 * 1) + (2 + 5 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
+  assert.ok(pids.length >= 8 + (2 + 5 * 1) + (2 + 5 * 3), `Kubernetes APIs, driver-stubs, sidecars and controllers: ${pids.join(", ")}`);
   await waitFor("every process the bench started to be gone", () => pids.every((p) => !alive(p)), { timeoutMs: 10_000 });
   assert.doesNotMatch(bench.stderr(), /kept /, "a good run keeps no working directory");
 });

@@ -322,6 +322,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   await kube.reset();
   const again = await healAll("second burst through the sidecar");
   const againRequests = requestTotal(await kube.counters());
+  const grpcJs = await burstThroughGrpcJsRelay(stack, size, breakAll, healsSince);
   return {
     burst: {
       volumes: size.burst,
@@ -332,12 +333,47 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
       direct: { wallMs: floor.wallMs, peakDriverCalls: floorPeak },
       sidecar: { wallMs, peakDriverCalls, outcomes },
       again: { wallMs: again.wallMs, apiRequestsPerHeal: againRequests / size.burst },
+      grpcJs,
       apiRequests,
       apiRequestsPerHeal: requestTotal(apiRequests) / size.burst,
     },
     memory: { idleRssBytes: idle.rssBytes, peakRssBytes: mem.peakRssBytes, hwmBytes: mem.hwmBytes, samples: mem.samples },
     startup: startup(sidecar),
   };
+}
+
+/**
+ * The same burst, the same heals of every volume at once, through a fresh grpc-js relay with the
+ * sidecar's --max-inflight (grpc-js-relay.ts: the decided stack relaying bytes, the calls past the
+ * limit queued): what the burst's time and peak memory are before a sidecar does anything of its own.
+ */
+async function burstThroughGrpcJsRelay(
+  stack: Stack,
+  size: Size,
+  breakAll: () => void,
+  healsSince: (t: number) => { t0: number; t1: number }[],
+): Promise<Results["burst"]["grpcJs"]> {
+  const relay = await startRelay("grpc-js", stack.stub.addonsSocket, stack.dir, MAX_INFLIGHT);
+  cleanup.add("grpc-js relay (burst)", () => relay.stop());
+  progress(`  the same burst through a grpc-js relay, --max-inflight ${MAX_INFLIGHT}: pid ${relay.pid} at ${relay.address}`);
+  const client = new VolumeHealerNodeClient(relay.address, grpc.credentials.createInsecure());
+  try {
+    breakAll();
+    const sampler = sampleMemory(relay.pid);
+    const since = Date.now();
+    const t0 = performance.now();
+    const answers = await Promise.all(Array.from({ length: size.burst }, (_, i) => call(client, client.nodeHealVolume, directHealRequest(i), { deadlineMs: 120_000 })));
+    const wallMs = performance.now() - t0;
+    const mem = sampler.stop();
+    const failed = answers.find((a) => !a.ok);
+    if (failed && !failed.ok) throw new Error(`burst through the grpc-js relay: ${codeName(failed.code)} ${failed.details}`);
+    const healed = Object.values(stack.stub.readState().volumes ?? {}).filter((v) => v.state === "HEALTHY").length;
+    if (healed !== size.burst) throw new Error(`burst through the grpc-js relay: ${healed} of ${size.burst} volumes healed`);
+    return { wallMs, peakRssBytes: mem.peakRssBytes, peakDriverCalls: maxOverlap(healsSince(since)) };
+  } finally {
+    client.close();
+    await relay.stop();
+  }
 }
 
 /** 4. Sustained overload with deploy/'s memory settings (overload.ts says what must hold). */

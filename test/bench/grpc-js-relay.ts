@@ -2,9 +2,10 @@
 // with every message left as bytes, in front of our own HTTP/2 client to the driver's unix socket
 // (the sidecar's driver client, common/grpc/h2-unary.ts). winston and prom-client are loaded and
 // set up as every sidecar has them, and do nothing per call. No protobuf decoding, Kubernetes,
-// auth, limits or per-call logs and metrics: what a sidecar on this stack pays before it does
-// anything a sidecar must. The bench runs it beside the sidecar and bare-relay.ts (bare.ts).
-//   node <bundle of this file> <driver socket>   prints its port on stdout
+// auth or per-call logs and metrics: what a sidecar on this stack pays before it does anything a
+// sidecar must. Given a limit, calls past it wait in a queue, as the sidecar's --max-inflight
+// makes them (the bench's heal-all burst). The bench runs it beside the sidecar and bare-relay.ts (bare.ts).
+//   node <bundle of this file> <driver socket> [max in flight]   prints its port on stdout
 import * as http2 from "node:http2";
 import * as net from "node:net";
 import * as grpc from "@grpc/grpc-js";
@@ -13,9 +14,10 @@ import winston from "winston";
 import { CallError } from "../../common/grpc/call-error.js";
 import { h2Unary } from "../../common/grpc/h2-unary.js";
 
-const socketPath = process.argv[2];
-if (!socketPath) {
-  process.stderr.write("usage: node grpc-js-relay.mjs <driver socket>\n");
+const [socketPath, limitArg] = process.argv.slice(2);
+const maxInflight = limitArg === undefined ? Infinity : Number(limitArg);
+if (!socketPath || !(maxInflight > 0)) {
+  process.stderr.write("usage: node grpc-js-relay.mjs <driver socket> [max in flight]\n");
   process.exit(2);
 }
 // Its stdout carries the port; the log goes to stderr, and only failures are logged.
@@ -27,6 +29,19 @@ driver.on("error", (err) => {
   log.error("driver connection failed", { error: err.message });
   process.exit(1);
 });
+let inflight = 0;
+const waiting: (() => void)[] = [];
+/** Runs `call` once fewer than maxInflight calls are at the driver. */
+async function limited<T>(call: () => Promise<T>): Promise<T> {
+  if (inflight >= maxInflight) await new Promise<void>((start) => waiting.push(start));
+  inflight++;
+  try {
+    return await call();
+  } finally {
+    inflight--;
+    waiting.shift()?.();
+  }
+}
 const bytes = (b: Buffer) => b;
 /** The driver methods the bench relays, each as a method whose messages stay bytes. */
 const PATHS = ["/healer.v1.VolumeHealerNode/NodeGetVolumeHealth", "/healer.v1.VolumeHealerNode/NodeHealVolume"];
@@ -37,7 +52,8 @@ const handlers: grpc.UntypedServiceImplementation = Object.fromEntries(
     p,
     (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
       const deadline = call.getDeadline();
-      h2Unary(driver, definition[p]!, call.request, { deadline: deadline instanceof Date ? deadline.getTime() : deadline === Infinity ? Date.now() + 60_000 : deadline }, () => {}).then(
+      const until = deadline instanceof Date ? deadline.getTime() : deadline === Infinity ? Date.now() + 60_000 : deadline;
+      limited(() => h2Unary(driver, definition[p]!, call.request, { deadline: until }, () => {})).then(
         (answer) => done(null, answer),
         (err: unknown) => done(err instanceof CallError ? { code: err.code, details: err.details } : { code: grpc.status.INTERNAL, details: String(err) }),
       );

@@ -51,6 +51,8 @@ export interface Results {
     sidecar: { wallMs: number; peakDriverCalls: number; outcomes: Record<string, number> };
     /** The same burst again through the same, now warm sidecar (its PVs cached). */
     again: { wallMs: number; apiRequestsPerHeal: number };
+    /** The same burst through a fresh grpc-js-relay.ts with the same --max-inflight: its wall time and peak RSS. */
+    grpcJs: { wallMs: number; peakRssBytes: number; peakDriverCalls: number };
     /** Requests the in-memory API served during the burst, by "verb resource". */
     apiRequests: Record<string, number>;
     apiRequestsPerHeal: number;
@@ -132,6 +134,7 @@ export function renderTables(r: Results): string {
     ["Kubernetes API requests per heal", "-", b.apiRequestsPerHeal.toFixed(2), "-"],
     ["again, the same sidecar warm: wall time", ms(b.direct.wallMs), ms(b.again.wallMs), ratio(b.again.wallMs, b.direct.wallMs)],
     ["again: Kubernetes API requests per heal", "-", b.again.apiRequestsPerHeal.toFixed(2), "-"],
+    ["the same burst through a fresh grpc-js relay: wall time", ms(b.direct.wallMs), ms(b.grpcJs.wallMs), ratio(b.grpcJs.wallMs, b.direct.wallMs)],
   ];
   const st = r.startup.repeated;
   const range = (key: keyof Startup) => `${ms(st.median[key])} (${ms(Math.min(...st.all.map((x) => x[key])))} - ${ms(Math.max(...st.all.map((x) => x[key])))})`;
@@ -140,6 +143,7 @@ export function renderTables(r: Results): string {
     ["  beside it: the bare node:http2 relay, idle (http2 and TLS loaded, one call made)", MiB(r.memory.bareRelayIdleRssBytes)],
     ["  and the grpc-js relay, idle (grpc-js, winston, prom-client loaded, one call made)", MiB(r.memory.grpcJsRelayIdleRssBytes)],
     [`peak RSS during the burst (${r.memory.samples} samples)`, MiB(r.memory.peakRssBytes)],
+    ["  beside it: the grpc-js relay's peak RSS in the same burst", MiB(r.burst.grpcJs.peakRssBytes)],
     ["VmHWM (high-water mark since start)", MiB(r.memory.hwmBytes)],
     [`${st.starts} starts, median (lowest - highest):`, ""],
     ['  "driver ready" -> "ready: SERVING"', range("driverReadyToServingMs")],
