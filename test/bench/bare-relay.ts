@@ -1,9 +1,9 @@
 // One Node hop and nothing else: an HTTP/2 server on 127.0.0.1 that forwards every
 // stream byte for byte to the driver's unix socket over one HTTP/2 connection. No gRPC library, no
 // protobuf, no Kubernetes, no auth, no limits, no logs, no metrics: what any Node sidecar pays
-// before it does anything a sidecar must. The bench runs it beside the sidecar (bare.ts) so that
+// before it does anything a sidecar must. The bench runs it beside the sidecar (relays.ts) so that
 // the relay targets can be read against it. It imports nothing but Node's own modules, so its
-// memory is Node's and nothing else's; bare.ts runs a JavaScript copy with the types stripped.
+// memory is Node's and nothing else's; relays.ts runs a JavaScript copy with the types stripped.
 //   node test/bench/bare-relay.ts <driver socket>   prints its port on stdout
 import * as http2 from "node:http2";
 import * as net from "node:net";

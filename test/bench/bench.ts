@@ -23,7 +23,7 @@ import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { call, codeName, type Outcome } from "../support/grpc.js";
 import { repoRoot } from "../support/proc.js";
 import { benchDir } from "./work-dir.js";
-import { startRelay, type Relay } from "./bare.js";
+import { startRelay, type Relay } from "./relays.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";

@@ -4,7 +4,7 @@
 // set up as every sidecar has them, and do nothing per call. No protobuf decoding, Kubernetes,
 // auth or per-call logs and metrics: what a sidecar on this stack pays before it does anything a
 // sidecar must. Given a limit, calls past it wait in a queue, as the sidecar's --max-inflight
-// makes them (the bench's heal-all burst). The bench runs it beside the sidecar and bare-relay.ts (bare.ts).
+// makes them (the bench's heal-all burst). The bench runs it beside the sidecar and bare-relay.ts (relays.ts).
 //   node <bundle of this file> <driver socket> [max in flight]   prints its port on stdout
 import * as http2 from "node:http2";
 import * as net from "node:net";

@@ -24,7 +24,7 @@ import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile, runBounded } from "./load.js";
 import { readCpuMs } from "./memory.js";
-import { startRelay, type RelayKind } from "./bare.js";
+import { startRelay, type RelayKind } from "./relays.js";
 
 export const SIDECAR_USER = "system:serviceaccount:csi:csi-plugin";
 const CAN = "csiaddons.openshift.io/v1alpha1";

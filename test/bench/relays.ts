@@ -49,9 +49,9 @@ function compile(kind: RelayKind): string {
  * `maxInflight` calls reach the driver at once, when given.
  */
 export async function startRelay(kind: RelayKind, driverSocket: string, dir: string, maxInflight?: number): Promise<Relay> {
+  if (maxInflight !== undefined && kind !== "grpc-js") throw new Error(`the ${kind} relay has no limit of calls in flight`);
   const program = join(dir, `${kind}-relay.mjs`);
   writeFileSync(program, (javascript[kind] ??= compile(kind)));
-  if (maxInflight !== undefined && kind !== "grpc-js") throw new Error(`the ${kind} relay has no limit of calls in flight`);
   const limit = maxInflight === undefined ? [] : [String(maxInflight)];
   const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, program, driverSocket, ...limit], {
     stdio: ["ignore", "pipe", "inherit"],
