@@ -68,6 +68,3 @@ export async function startRelay(kind: RelayKind, driverSocket: string, dir: str
   ]);
   return { pid: child.pid!, address: `127.0.0.1:${port}`, stop };
 }
-
-/** bare-relay.ts: one Node hop and nothing else. */
-export const startBareRelay = (driverSocket: string, dir: string): Promise<Relay> => startRelay("bare", driverSocket, dir);

@@ -3,10 +3,10 @@
 // is killed and started again with all its mounts dead, and we measure from the moment the drivers
 // are back to the last volume HEALED — against the floor: the same heals sent straight to the
 // drivers with the controller's bounds (--per-node-concurrency per driver, --max-concurrent-heals
-// in all), and beside it the same heals through a relay per driver that does nothing a sidecar must:
-// a bare node:http2 relay (the floor plus one hop) and a grpc-js relay (the floor plus one hop through
-// the decided stack's server and driver client). Kubernetes API requests are counted per identity: the controller and the sidecars run
-// with tokens of their own ServiceAccounts.
+// in all), and beside it the same heals through a relay per driver that does nothing a sidecar
+// must: a bare node:http2 relay (the floor plus one hop) and a grpc-js relay (the floor plus one hop
+// through the decided stack's server and driver client). Kubernetes API requests are counted per
+// identity: the controller and the sidecars run with tokens of their own ServiceAccounts.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
