@@ -79,6 +79,33 @@ const userlandPunycode = {
   },
 };
 
+/**
+ * How every program is bundled (the bench bundles its grpc-js relay the same way, so that the relay
+ * differs from the sidecar only in what the sidecar does): one tree-shaken ES module for Node.
+ */
+export const BUNDLE_OPTIONS = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  minifySyntax: true,
+  // BUNDLE_READABLE=1 keeps one statement per line and the module comments, for reading a CPU profile.
+  minifyWhitespace: process.env["BUNDLE_READABLE"] === undefined,
+  legalComments: "none",
+  logLevel: "warning",
+  plugins: [vendorDirname, requireBuiltins, grpcJsWithoutProtoLoader, userlandPunycode],
+  // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
+  banner: {
+    js: [
+      'import { createRequire as __createRequire } from "node:module";',
+      'import { dirname as __dirnameOf } from "node:path";',
+      'import { fileURLToPath as __fileURLToPath } from "node:url";',
+      "const require = __createRequire(import.meta.url);",
+      "const __bundleDir = __dirnameOf(__fileURLToPath(import.meta.url));",
+    ].join("\n"),
+  },
+};
+
 /** Bundles one program; returns esbuild's metafile. */
 async function bundle(source, out) {
   const entry = basename(out, ".mjs");
@@ -87,63 +114,50 @@ async function bundle(source, out) {
     if (f.name.startsWith(`${entry}-`) && f.name.endsWith(".mjs")) rmSync(join(root, "dist", f.name));
   }
   const result = await build({
+    ...BUNDLE_OPTIONS,
     absWorkingDir: root,
     entryPoints: { [entry]: source },
     outdir: "dist",
     outExtension: { ".js": ".mjs" },
     splitting: true,
     chunkNames: `${entry}-[name]-[hash]`,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    minifySyntax: true,
-    // BUNDLE_READABLE=1 keeps one statement per line and the module comments, for reading a CPU profile.
-    minifyWhitespace: process.env["BUNDLE_READABLE"] === undefined,
-    legalComments: "none",
     metafile: true,
-    logLevel: "warning",
-    plugins: [vendorDirname, requireBuiltins, grpcJsWithoutProtoLoader, userlandPunycode],
-    // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
-    banner: {
-      js: [
-        'import { createRequire as __createRequire } from "node:module";',
-        'import { dirname as __dirnameOf } from "node:path";',
-        'import { fileURLToPath as __fileURLToPath } from "node:url";',
-        "const require = __createRequire(import.meta.url);",
-        "const __bundleDir = __dirnameOf(__fileURLToPath(import.meta.url));",
-      ].join("\n"),
-    },
   });
   return result.metafile;
 }
 
-mkdirSync(join(root, "dist"), { recursive: true });
-rmSync(join(root, VENDOR), { recursive: true, force: true });
-for (const [pkg, dir] of Object.entries(PROTO_DIRS)) cpSync(join(root, "node_modules", pkg, dir), join(root, VENDOR, pkg, dir), { recursive: true });
+/** Builds every program into dist/ (what `npm run bundle` runs). */
+async function bundleAll() {
+  mkdirSync(join(root, "dist"), { recursive: true });
+  rmSync(join(root, VENDOR), { recursive: true, force: true });
+  for (const [pkg, dir] of Object.entries(PROTO_DIRS)) cpSync(join(root, "node_modules", pkg, dir), join(root, VENDOR, pkg, dir), { recursive: true });
 
-for (const [source, out] of Object.entries(PROGRAMS)) {
-  const started = Date.now();
-  const metafile = await bundle(source, out);
-  // Node keeps a bundle's source in the heap for lazy compilation: ASCII-only, it is a one-byte
-  // string; one other character (esbuild leaves regular expression literals as written) makes the
-  // whole file's source a two-byte string: twice the heap it takes (+2.2 MB when the sidecar was one file).
-  // (BUNDLE_READABLE keeps comments, which may not be ASCII: for reading a profile only.)
-  const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith(".mjs"));
-  for (const [file] of outputs) {
-    const text = readFileSync(join(root, file), "latin1");
-    const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(text);
-    if (nonAscii) {
-      const around = text.slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
-      throw new Error(`${file} is not ASCII-only (escape the character in the source): ...${around}...`);
+  for (const [source, out] of Object.entries(PROGRAMS)) {
+    const started = Date.now();
+    const metafile = await bundle(source, out);
+    // Node keeps a bundle's source in the heap for lazy compilation: ASCII-only, it is a one-byte
+    // string; one other character (esbuild leaves regular expression literals as written) makes the
+    // whole file's source a two-byte string: twice the heap it takes (+2.2 MB when the sidecar was one file).
+    // (BUNDLE_READABLE keeps comments, which may not be ASCII: for reading a profile only.)
+    const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith(".mjs"));
+    for (const [file] of outputs) {
+      const text = readFileSync(join(root, file), "latin1");
+      const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(text);
+      if (nonAscii) {
+        const around = text.slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
+        throw new Error(`${file} is not ASCII-only (escape the character in the source): ...${around}...`);
+      }
     }
+    // What every start loads: the entry and the chunks it imports statically; the rest only when used.
+    const atStart = new Set([out]);
+    for (const file of atStart) for (const i of metafile.outputs[file].imports) if (i.kind === "import-statement" && !i.external) atStart.add(i.path);
+    const kib = (files) => Math.round(files.reduce((n, [, o]) => n + o.bytes, 0) / 1024);
+    const inputs = Object.keys(metafile.inputs).length;
+    process.stdout.write(
+      `${out}: ${kib(outputs.filter(([f]) => atStart.has(f)))} KiB loaded at start, ${kib(outputs.filter(([f]) => !atStart.has(f)))} KiB in chunks loaded when used, from ${inputs} modules, in ${Date.now() - started} ms\n`,
+    );
   }
-  // What every start loads: the entry and the chunks it imports statically; the rest only when used.
-  const atStart = new Set([out]);
-  for (const file of atStart) for (const i of metafile.outputs[file].imports) if (i.kind === "import-statement" && !i.external) atStart.add(i.path);
-  const kib = (files) => Math.round(files.reduce((n, [, o]) => n + o.bytes, 0) / 1024);
-  const inputs = Object.keys(metafile.inputs).length;
-  process.stdout.write(
-    `${out}: ${kib(outputs.filter(([f]) => atStart.has(f)))} KiB loaded at start, ${kib(outputs.filter(([f]) => !atStart.has(f)))} KiB in chunks loaded when used, from ${inputs} modules, in ${Date.now() - started} ms\n`,
-  );
 }
+
+// Run as a script (npm run bundle); imported (the bench), it only lends its options.
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await bundleAll();

@@ -23,7 +23,7 @@ import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { call, codeName, type Outcome } from "../support/grpc.js";
 import { repoRoot } from "../support/proc.js";
 import { benchDir } from "./work-dir.js";
-import { startRelay, type Relay } from "./relays.js";
+import { RELAY_KINDS, startRelay, type Relay, type RelayKind } from "./relays.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { Cleanup, spawnSidecar, type LogLine, type SidecarProcess } from "../demo/processes.js";
@@ -182,33 +182,37 @@ async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
 async function relayOverhead(
   stack: Stack,
   size: Size,
-): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"]; idleRssBytes: { bare: number; grpcJs: number } }> {
+): Promise<{ relay: Results["relay"]; startup: Startup; repeated: Results["repeatedCheck"]; idleRssBytes: Record<RelayKind, number> }> {
   progress("1/5 relay overhead: GetVolumeHealth, direct vs through the sidecar vs through a bare node:http2 relay and a grpc-js relay");
   stack.stub.setState(stubState(size.volumes, { state: "HEALTHY" }));
   const { sidecar, client } = await startSidecar(stack, "sidecar-relay", ["--max-inflight=64", "--max-queue=1024"]);
-  const relays = { bare: await startRelay("bare", stack.stub.addonsSocket, stack.dir), grpcJs: await startRelay("grpc-js", stack.stub.addonsSocket, stack.dir) };
-  const clients = {} as Record<keyof typeof relays, VolumeHealerNodeClient>;
-  for (const [name, relay] of Object.entries(relays) as [keyof typeof relays, Relay][]) {
-    cleanup.add(`${name} relay`, () => relay.stop());
-    progress(`  ${name} relay pid ${relay.pid} at ${relay.address}`);
-    clients[name] = new VolumeHealerNodeClient(relay.address, grpc.credentials.createInsecure());
-    cleanup.add(`${name} relay client`, () => clients[name].close());
+  const relays = {} as Record<RelayKind, { relay: Relay; client: VolumeHealerNodeClient }>;
+  for (const kind of RELAY_KINDS) {
+    const relay = await startRelay(kind, stack.stub.addonsSocket);
+    cleanup.add(`${kind} relay`, () => relay.stop());
+    progress(`  ${kind} relay pid ${relay.pid} at ${relay.address}`);
+    const client = new VolumeHealerNodeClient(relay.address, grpc.credentials.createInsecure());
+    cleanup.add(`${kind} relay client`, () => client.close());
+    relays[kind] = { relay, client };
   }
-  const viaRelay = (name: keyof typeof relays) => (worker: number) => call(clients[name], clients[name].nodeGetVolumeHealth, directHealthRequest(worker));
-  type Path = "direct" | "sidecar" | keyof typeof relays;
+  const viaRelay = (kind: RelayKind) => ({
+    pid: relays[kind].relay.pid,
+    send: (worker: number) => call(relays[kind].client, relays[kind].client.nodeGetVolumeHealth, directHealthRequest(worker)),
+  });
+  type Path = "direct" | "sidecar" | RelayKind;
   const paths: Record<Path, { pid: number | undefined; send: (worker: number) => Promise<Outcome<unknown>> }> = {
     direct: { pid: undefined, send: (worker) => call(stack.direct, stack.direct.nodeGetVolumeHealth, directHealthRequest(worker)) },
     sidecar: { pid: sidecar.pid, send: (worker) => call(client, client.getVolumeHealth, { pvName: pvName(worker) }) },
-    bare: { pid: relays.bare.pid, send: viaRelay("bare") },
-    grpcJs: { pid: relays.grpcJs.pid, send: viaRelay("grpcJs") },
+    bare: viaRelay("bare"),
+    grpcJs: viaRelay("grpcJs"),
   };
   const names = Object.keys(paths) as Path[];
   // As the sidecar's idle RSS is taken: connected to the driver, one call made.
-  const idleRssBytes = { bare: 0, grpcJs: 0 };
-  for (const name of ["bare", "grpcJs"] as const) {
-    const first = await paths[name].send(0);
-    if (!first.ok) throw new Error(`the ${name} relay's first call failed: ${codeName(first.code)} ${first.details}`);
-    idleRssBytes[name] = readMemory(relays[name].pid).rssBytes;
+  const idleRssBytes = {} as Record<RelayKind, number>;
+  for (const kind of RELAY_KINDS) {
+    const first = await paths[kind].send(0);
+    if (!first.ok) throw new Error(`the ${kind} relay's first call failed: ${codeName(first.code)} ${first.details}`);
+    idleRssBytes[kind] = readMemory(relays[kind].relay.pid).rssBytes;
   }
   const relay: Results["relay"] = [];
   for (const c of CONCURRENCY) {
@@ -237,9 +241,9 @@ async function relayOverhead(
   }
   const started = startup(sidecar);
   const repeated = await repeatedCheckCost(stack.kube, client, Math.min(64, size.volumes));
-  for (const name of ["bare", "grpcJs"] as const) {
-    clients[name].close();
-    await relays[name].stop();
+  for (const { relay, client } of Object.values(relays)) {
+    client.close();
+    await relay.stop();
   }
   await sidecar.stop();
   return { relay, startup: started, repeated, idleRssBytes };
@@ -271,6 +275,18 @@ async function startups(stack: Stack, size: Size): Promise<Results["startup"]["r
   };
 }
 
+/** The burst's volumes, every one ABNORMAL, each heal holding the driver HEAL_DELAY_MS. */
+const breakVolumes = (stub: DriverStub, volumes: number) =>
+  stub.setState(stubState(volumes, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
+
+/** The driver's NodeHealVolume calls that started at or after `t` (its call log). */
+const healsSince = (stub: DriverStub, t: number) => (stub.calls({ method: "NodeHealVolume" }) as unknown as { t0: number; t1: number }[]).filter((e) => e.t0 >= t);
+
+function expectAllHealed(stub: DriverStub, volumes: number, what: string): void {
+  const healed = Object.values(stub.readState().volumes ?? {}).filter((v) => v.state === "HEALTHY").length;
+  if (healed !== volumes) throw new Error(`${what}: ${healed} of ${volumes} volumes healed`);
+}
+
 /**
  * 2 and 3. Heal-all burst: every volume ABNORMAL, each heal holds the driver HEAL_DELAY_MS; first
  * the driver alone at MAX_INFLIGHT calls at once (the floor), then all volumes at once through a
@@ -279,16 +295,14 @@ async function startups(stack: Stack, size: Size): Promise<Results["startup"]["r
 async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results["burst"]; memory: Omit<Results["memory"], "bareRelayIdleRssBytes" | "grpcJsRelayIdleRssBytes">; startup: Startup }> {
   progress(`2/5 heal-all burst: ${size.burst} volumes, heal delay ${HEAL_DELAY_MS} ms, --max-inflight ${MAX_INFLIGHT}`);
   const { stub, direct, kube } = stack;
-  const breakAll = () => stub.setState(stubState(size.burst, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: HEAL_DELAY_MS }));
-  const healsSince = (t: number) => (stub.calls({ method: "NodeHealVolume" }) as unknown as { t0: number; t1: number }[]).filter((e) => e.t0 >= t);
+  const breakAll = () => breakVolumes(stub, size.burst);
   breakAll();
   const { sidecar, client } = await startSidecar(stack, "sidecar-burst", [`--max-inflight=${MAX_INFLIGHT}`, `--max-queue=${size.burst}`]);
 
   let since = Date.now();
   const floor = await runLoad(MAX_INFLIGHT, size.burst, (_w, i) => call(direct, direct.nodeHealVolume, directHealRequest(i)));
-  const floorPeak = maxOverlap(healsSince(since));
-  const healed = Object.values(stub.readState().volumes ?? {}).filter((v) => v.state === "HEALTHY").length;
-  if (healed !== size.burst) throw new Error(`direct heals: ${healed} of ${size.burst} volumes healed`);
+  const floorPeak = maxOverlap(healsSince(stub, since));
+  expectAllHealed(stub, size.burst, "direct heals");
   breakAll();
 
   progress("3/5 the sidecar's memory during the burst");
@@ -314,7 +328,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   const { wallMs, outcomes } = await healAll("burst through the sidecar");
   const mem = sampler.stop();
   const apiRequests = await kube.counters();
-  const peakDriverCalls = maxOverlap(healsSince(since));
+  const peakDriverCalls = maxOverlap(healsSince(stub, since));
   // The same burst once more through the same sidecar: what a long-running one does (its code
   // compiled and optimised by V8, the PVs in its cache), beside the fresh one above, which pays
   // V8's warm-up on these very calls while the driver-alone floor runs warm.
@@ -322,7 +336,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   await kube.reset();
   const again = await healAll("second burst through the sidecar");
   const againRequests = requestTotal(await kube.counters());
-  const grpcJs = await burstThroughGrpcJsRelay(stack, size, breakAll, healsSince);
+  const grpcJs = await burstThroughGrpcJsRelay(stub, size);
   return {
     burst: {
       volumes: size.burst,
@@ -347,18 +361,13 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
  * sidecar's --max-inflight (grpc-js-relay.ts: the decided stack relaying bytes, the calls past the
  * limit queued): what the burst's time and peak memory are before a sidecar does anything of its own.
  */
-async function burstThroughGrpcJsRelay(
-  stack: Stack,
-  size: Size,
-  breakAll: () => void,
-  healsSince: (t: number) => { t0: number; t1: number }[],
-): Promise<Results["burst"]["grpcJs"]> {
-  const relay = await startRelay("grpc-js", stack.stub.addonsSocket, stack.dir, MAX_INFLIGHT);
+async function burstThroughGrpcJsRelay(stub: DriverStub, size: Size): Promise<Results["burst"]["grpcJs"]> {
+  const relay = await startRelay("grpcJs", stub.addonsSocket, MAX_INFLIGHT);
   cleanup.add("grpc-js relay (burst)", () => relay.stop());
   progress(`  the same burst through a grpc-js relay, --max-inflight ${MAX_INFLIGHT}: pid ${relay.pid} at ${relay.address}`);
   const client = new VolumeHealerNodeClient(relay.address, grpc.credentials.createInsecure());
   try {
-    breakAll();
+    breakVolumes(stub, size.burst);
     const sampler = sampleMemory(relay.pid);
     const since = Date.now();
     const t0 = performance.now();
@@ -367,9 +376,8 @@ async function burstThroughGrpcJsRelay(
     const mem = sampler.stop();
     const failed = answers.find((a) => !a.ok);
     if (failed && !failed.ok) throw new Error(`burst through the grpc-js relay: ${codeName(failed.code)} ${failed.details}`);
-    const healed = Object.values(stack.stub.readState().volumes ?? {}).filter((v) => v.state === "HEALTHY").length;
-    if (healed !== size.burst) throw new Error(`burst through the grpc-js relay: ${healed} of ${size.burst} volumes healed`);
-    return { wallMs, peakRssBytes: mem.peakRssBytes, peakDriverCalls: maxOverlap(healsSince(since)) };
+    expectAllHealed(stub, size.burst, "burst through the grpc-js relay");
+    return { wallMs, peakRssBytes: mem.peakRssBytes, peakDriverCalls: maxOverlap(healsSince(stub, since)) };
   } finally {
     client.close();
     await relay.stop();

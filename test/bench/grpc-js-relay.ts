@@ -3,7 +3,7 @@
 // (the sidecar's driver client, common/grpc/h2-unary.ts). winston and prom-client are loaded and
 // set up as every sidecar has them, and do nothing per call. No protobuf decoding, Kubernetes,
 // auth or per-call logs and metrics: what a sidecar on this stack pays before it does anything a
-// sidecar must. Given a limit, calls past it wait in a queue, as the sidecar's --max-inflight
+// sidecar must. Given a limit, calls past it wait in the sidecar's own limiter, as --max-inflight
 // makes them (the bench's heal-all burst). The bench runs it beside the sidecar and bare-relay.ts (relays.ts).
 //   node <bundle of this file> <driver socket> [max in flight]   prints its port on stdout
 import * as http2 from "node:http2";
@@ -11,8 +11,9 @@ import * as net from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { Registry, collectDefaultMetrics } from "prom-client";
 import winston from "winston";
-import { CallError } from "../../common/grpc/call-error.js";
 import { h2Unary } from "../../common/grpc/h2-unary.js";
+import { Limiter } from "../../sidecar/relay/limiter.js";
+import { toStatus } from "../../sidecar/server/status.js";
 
 const [socketPath, limitArg] = process.argv.slice(2);
 const maxInflight = limitArg === undefined ? Infinity : Number(limitArg);
@@ -29,19 +30,8 @@ driver.on("error", (err) => {
   log.error("driver connection failed", { error: err.message });
   process.exit(1);
 });
-let inflight = 0;
-const waiting: (() => void)[] = [];
-/** Runs `call` once fewer than maxInflight calls are at the driver. */
-async function limited<T>(call: () => Promise<T>): Promise<T> {
-  if (inflight >= maxInflight) await new Promise<void>((start) => waiting.push(start));
-  inflight++;
-  try {
-    return await call();
-  } finally {
-    inflight--;
-    waiting.shift()?.();
-  }
-}
+// The sidecar's own limiter: no queue bound here, the bench sends each burst once.
+const limiter = new Limiter(maxInflight, Infinity);
 const bytes = (b: Buffer) => b;
 /** The driver methods the bench relays, each as a method whose messages stay bytes. */
 const PATHS = ["/healer.v1.VolumeHealerNode/NodeGetVolumeHealth", "/healer.v1.VolumeHealerNode/NodeHealVolume"];
@@ -53,9 +43,12 @@ const handlers: grpc.UntypedServiceImplementation = Object.fromEntries(
     (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
       const deadline = call.getDeadline();
       const until = deadline instanceof Date ? deadline.getTime() : deadline === Infinity ? Date.now() + 60_000 : deadline;
-      limited(() => h2Unary(driver, definition[p]!, call.request, { deadline: until }, () => {})).then(
+      // As the sidecar does: a caller that goes away leaves the queue.
+      const cancelled = new AbortController();
+      call.once("cancelled", () => cancelled.abort());
+      limiter.run(() => h2Unary(driver, definition[p]!, call.request, { deadline: until, signal: cancelled.signal }, () => {}), cancelled.signal).then(
         (answer) => done(null, answer),
-        (err: unknown) => done(err instanceof CallError ? { code: err.code, details: err.details } : { code: grpc.status.INTERNAL, details: String(err) }),
+        (err: unknown) => done(toStatus(err)),
       );
     },
   ]),

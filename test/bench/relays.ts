@@ -3,13 +3,15 @@
 // start with the sidecar's V8 flags, so that they differ from the sidecar only in what the sidecar
 // does, and as plain JavaScript: Node running a .ts file loads its type stripper (a WebAssembly
 // module), which would be half the idle RSS a relay is there to show. grpc-js-relay.ts is bundled
-// as the sidecar is (one ES module, its libraries in it, NODE_ENV=production as in the image).
+// with the sidecar's own bundle options (scripts/bundle.mjs) and runs with NODE_ENV=production, as
+// the image runs the sidecar.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildSync, transformSync } from "esbuild";
-import { repoRoot } from "../support/proc.js";
+import { build, transform } from "esbuild";
+import { BUNDLE_OPTIONS } from "../../scripts/bundle.mjs";
+import { repoRoot, tempDir } from "../support/proc.js";
 import { SIDECAR_NODE_FLAGS } from "./image.js";
 
 export interface Relay {
@@ -19,41 +21,36 @@ export interface Relay {
   stop(): Promise<void>;
 }
 
-export type RelayKind = "bare" | "grpc-js";
+export const RELAY_KINDS = ["bare", "grpcJs"] as const;
+export type RelayKind = (typeof RELAY_KINDS)[number];
 
-/** Each relay as JavaScript, made once per bench (the restart headline starts a relay per driver per run). */
-const javascript: Partial<Record<RelayKind, string>> = {};
+const SOURCES: Record<RelayKind, string> = { bare: "test/bench/bare-relay.ts", grpcJs: "test/bench/grpc-js-relay.ts" };
 
-function compile(kind: RelayKind): string {
-  if (kind === "bare") return transformSync(readFileSync(join(repoRoot, "test/bench/bare-relay.ts"), "utf8"), { loader: "ts", format: "esm" }).code;
-  const out = buildSync({
-    absWorkingDir: repoRoot,
-    entryPoints: ["test/bench/grpc-js-relay.ts"],
-    bundle: true,
-    write: false,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    minifySyntax: true,
-    minifyWhitespace: true,
-    legalComments: "none",
-    logLevel: "warning",
-    // CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
-    banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
-  });
+async function compile(kind: RelayKind): Promise<string> {
+  if (kind === "bare") return (await transform(readFileSync(join(repoRoot, SOURCES.bare), "utf8"), { loader: "ts", format: "esm" })).code;
+  const out = await build({ ...BUNDLE_OPTIONS, absWorkingDir: repoRoot, entryPoints: [SOURCES.grpcJs], write: false });
   return out.outputFiles[0]!.text;
 }
 
 /**
- * Starts a relay from a JavaScript copy written into `dir`; the grpc-js relay lets at most
- * `maxInflight` calls reach the driver at once, when given.
+ * Each relay's program, made and written once per bench (the restart headline starts a relay per
+ * driver per run), in a directory removed when the bench exits.
  */
-export async function startRelay(kind: RelayKind, driverSocket: string, dir: string, maxInflight?: number): Promise<Relay> {
-  if (maxInflight !== undefined && kind !== "grpc-js") throw new Error(`the ${kind} relay has no limit of calls in flight`);
-  const program = join(dir, `${kind}-relay.mjs`);
-  writeFileSync(program, (javascript[kind] ??= compile(kind)));
+const programs: Partial<Record<RelayKind, Promise<string>>> = {};
+let programDir: string | undefined;
+
+async function program(kind: RelayKind): Promise<string> {
+  programDir ??= tempDir("bench-relays-");
+  const file = join(programDir, `${kind}-relay.mjs`);
+  writeFileSync(file, await compile(kind));
+  return file;
+}
+
+/** Starts a relay; the grpc-js relay lets at most `maxInflight` calls reach the driver at once, when given. */
+export async function startRelay(kind: RelayKind, driverSocket: string, maxInflight?: number): Promise<Relay> {
+  if (maxInflight !== undefined && kind !== "grpcJs") throw new Error(`the ${kind} relay has no limit of calls in flight`);
   const limit = maxInflight === undefined ? [] : [String(maxInflight)];
-  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, program, driverSocket, ...limit], {
+  const child = spawn(process.execPath, [...SIDECAR_NODE_FLAGS, await (programs[kind] ??= program(kind)), driverSocket, ...limit], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, NODE_ENV: "production" },
   });

@@ -172,7 +172,7 @@ function healAll(c: RestartCase, clients: VolumeHealerNodeClient[]): Promise<{ w
 async function relayFloorRun(kind: RelayKind, c: RestartCase, plugins: NodePlugin[], env: RestartEnv): Promise<{ wallMs: number }> {
   for (const { n, stub } of plugins) stub.setState(fleetStubState(c.fleet, n, broken(c)));
   const relays = await inBatches(plugins, START_BATCH, async ({ n, stub }) => {
-    const relay = await startRelay(kind, stub.addonsSocket, join(env.dir, fleetNode(n)));
+    const relay = await startRelay(kind, stub.addonsSocket);
     // Stopped below; registered too, so that one failing to start leaves none of the others running.
     env.cleanup.add(`${kind} relay of ${fleetNode(n)}`, () => relay.stop());
     return relay;
@@ -294,7 +294,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   progress(`  floor: ${floor.wallMs.toFixed(0)} ms, at most ${floor.peakDriverCalls} heals at once at one driver`);
   const bareFloor = await relayFloorRun("bare", c, plugins, env);
   progress(`  the same heals through a bare node:http2 relay per driver: ${bareFloor.wallMs.toFixed(0)} ms`);
-  const grpcJsFloor = await relayFloorRun("grpc-js", c, plugins, env);
+  const grpcJsFloor = await relayFloorRun("grpcJs", c, plugins, env);
   progress(`  the same heals through a grpc-js relay per driver: ${grpcJsFloor.wallMs.toFixed(0)} ms`);
 
   const controller = await spawnController({
