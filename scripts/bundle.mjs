@@ -12,7 +12,7 @@
 // __dirname): those files are copied under dist/vendor/ and the module's __dirname points to where
 // it would sit there, so its relative paths still resolve.
 import { build } from "esbuild";
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -159,5 +159,6 @@ async function bundleAll() {
   }
 }
 
-// Run as a script (npm run bundle); imported (the bench), it only lends its options.
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await bundleAll();
+// Run as a script (npm run bundle); imported (the bench), it only lends its options. Node resolves
+// the main module's symlinks for import.meta.url, so argv[1] is compared resolved too.
+if (process.argv[1] && fileURLToPath(import.meta.url) === realpathSync(process.argv[1])) await bundleAll();
