@@ -42,9 +42,11 @@ import { queueAtScale } from "./queue-scale.js";
 import { controllerAtScale } from "./controller-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]
+const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]
   --quick     small counts: runs in seconds, for checking that the bench still works (numbers mean little)
   --soak-minutes N  length of the soak (default 2, with --quick 0.2)
+  --restart-runs N  runs of each headline case (default 3, with --quick 1): the median run is
+              reported, with every run's ratio and how many met the target beside it
   --out FILE  where to write the JSON results (default bench/results.json, with --quick bench/results-quick.json)
 `;
 
@@ -84,15 +86,24 @@ const CONCURRENCY = [1, 64] as const;
 const HEAL_DELAY_MS = 5;
 const MAX_INFLIGHT = 32;
 
-function parseArgs(argv: string[]): { quick: boolean; out: string; soakMinutes: number | undefined } {
+interface Options {
+  quick: boolean;
+  out: string;
+  soakMinutes: number | undefined;
+  restartRuns: number | undefined;
+}
+
+function parseArgs(argv: string[]): Options {
   let quick = false;
   let out: string | undefined;
   let soakMinutes: number | undefined;
+  let restartRuns: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === "--quick") quick = true;
     else if (a === "--out" || a.startsWith("--out=")) out = a.includes("=") ? a.slice(6) : argv[++i];
     else if (a === "--soak-minutes" || a.startsWith("--soak-minutes=")) soakMinutes = Number(a.includes("=") ? a.slice(15) : argv[++i]);
+    else if (a === "--restart-runs" || a.startsWith("--restart-runs=")) restartRuns = Number(a.includes("=") ? a.slice(15) : argv[++i]);
     else if (a === "--help" || a === "-h") {
       process.stdout.write(USAGE);
       process.exit(0);
@@ -106,7 +117,11 @@ function parseArgs(argv: string[]): { quick: boolean; out: string; soakMinutes: 
     process.stderr.write(`bench: --soak-minutes must be a positive number\n${USAGE}`);
     process.exit(2);
   }
-  return { quick, out: resolve(repoRoot, out ?? (quick ? "bench/results-quick.json" : "bench/results.json")), soakMinutes };
+  if (restartRuns !== undefined && !(Number.isInteger(restartRuns) && restartRuns >= 1)) {
+    process.stderr.write(`bench: --restart-runs must be a whole number of at least 1\n${USAGE}`);
+    process.exit(2);
+  }
+  return { quick, out: resolve(repoRoot, out ?? (quick ? "bench/results-quick.json" : "bench/results.json")), soakMinutes, restartRuns };
 }
 
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -400,7 +415,8 @@ async function overload(stack: Stack, size: Size): Promise<Results["overload"]> 
 
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
-  const size = opts.quick ? QUICK : FULL;
+  const base = opts.quick ? QUICK : FULL;
+  const size = opts.restartRuns === undefined ? base : { ...base, restartRuns: opts.restartRuns };
   const loadAtStart = loadavg()[0]!;
   cleanup.onSignal(progress);
   const build = ensureCompiled(progress, [COMPILED_SIDECAR, COMPILED_DRIVER_STUB, COMPILED_CONTROLLER]);

@@ -1,6 +1,6 @@
 // The headline table: time to heal after a node-plugin restart, per case side by side, with the
 // floor, the ratios, where the time went, Kubernetes API requests per healed volume by identity,
-// and whether each target was met in this run.
+// and whether each target was met (by the median run, and for the ratios by how many runs).
 import { formatTable } from "../demo/table.js";
 import type { RestartResult } from "./restart.js";
 import { ratioVs } from "./ratio.js";
@@ -30,7 +30,11 @@ export function checkTargets(r: RestartResults): TargetCheck[] {
   const checks: TargetCheck[] = [];
   for (const c of [r.oneNode, r.fleet]) {
     const ratio = c.healer.backToLastHealedMs / c.floor.wallMs;
-    checks.push({ what: `${caseName(c)}: drivers back -> last HEALED <= ${TARGETS.ratioToFloor}x the floor`, met: ratio <= TARGETS.ratioToFloor, measured: ratioVs(ratio, TARGETS.ratioToFloor) });
+    // One run's ratio moves by a fifth either way here: the verdict is the median run's, and how
+    // many runs met the target says how near the line that median sits.
+    const met = c.runs?.filter((run) => run.backToLastHealedMs / run.floorMs <= TARGETS.ratioToFloor).length;
+    const runs = c.runs ? ` (median of ${c.runs.length} runs; ${met} of ${c.runs.length} at or under ${TARGETS.ratioToFloor}x)` : "";
+    checks.push({ what: `${caseName(c)}: drivers back -> last HEALED <= ${TARGETS.ratioToFloor}x the floor`, met: ratio <= TARGETS.ratioToFloor, measured: ratioVs(ratio, TARGETS.ratioToFloor) + runs });
   }
   const one = r.oneNode;
   // The absolute target is for 500 volumes with a 5 ms heal; smaller (--quick) runs are not checked against it.
