@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N]`: what the sidecar costs,
+// `npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]`: what the sidecar costs,
 // measured in one run on this machine, printed as tables (stdout; progress goes to stderr) and
 // written as JSON.
 //   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64
@@ -23,6 +23,7 @@ import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { call, codeName, type Outcome } from "../support/grpc.js";
 import { repoRoot } from "../support/proc.js";
 import { benchDir } from "./work-dir.js";
+import { FlagError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
 import { RELAY_KINDS, startRelay, type Relay, type RelayKind } from "./relays.js";
 import { VolumeHealerNodeClient, nodeHealVolumeResponse_ResultToJSON as resultName } from "../../proto/gen/healer/v1/healer.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
@@ -42,13 +43,20 @@ import { queueAtScale } from "./queue-scale.js";
 import { controllerAtScale } from "./controller-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
-const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]
-  --quick     small counts: runs in seconds, for checking that the bench still works (numbers mean little)
-  --soak-minutes N  length of the soak (default 2, with --quick 0.2)
-  --restart-runs N  runs of each headline case (default 3, with --quick 1): the median run is
-              reported, with every run's ratio and how many met the target beside it
-  --out FILE  where to write the JSON results (default bench/results.json, with --quick bench/results-quick.json)
-`;
+/** The bench's flags, parsed as the programs parse theirs (common/config/flags.ts). */
+const FLAGS: FlagSpec[] = [
+  { name: "quick", kind: "bool", help: "small counts: runs in seconds, for checking that the bench still works (numbers mean little)" },
+  { name: "soak-minutes", kind: "string", help: "length of the soak (default 2, with --quick 0.2)" },
+  {
+    name: "restart-runs",
+    kind: "string",
+    help: "runs of each headline case (default 3, with --quick 1): the median run is reported, with every run's ratio and how many met the target beside it",
+  },
+  { name: "out", kind: "string", help: "where to write the JSON results (default bench/results.json, with --quick bench/results-quick.json)" },
+  { name: "help", kind: "bool", help: "this text" },
+  { name: "h", kind: "bool", help: "the same as --help" },
+];
+const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]\n${usage(FLAGS)}\n`;
 
 const FULL = {
   volumes: 1000,
@@ -93,35 +101,31 @@ interface Options {
   restartRuns: number | undefined;
 }
 
+/** The options; for --help, or a bad flag or value (exit 2 with the reason and the usage), exits. */
 function parseArgs(argv: string[]): Options {
-  let quick = false;
-  let out: string | undefined;
-  let soakMinutes: number | undefined;
-  let restartRuns: number | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--quick") quick = true;
-    else if (a === "--out" || a.startsWith("--out=")) out = a.includes("=") ? a.slice(6) : argv[++i];
-    else if (a === "--soak-minutes" || a.startsWith("--soak-minutes=")) soakMinutes = Number(a.includes("=") ? a.slice(15) : argv[++i]);
-    else if (a === "--restart-runs" || a.startsWith("--restart-runs=")) restartRuns = Number(a.includes("=") ? a.slice(15) : argv[++i]);
-    else if (a === "--help" || a === "-h") {
-      process.stdout.write(USAGE);
-      process.exit(0);
-    } else {
-      process.stderr.write(`bench: unknown argument ${a}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
-  if (out === "") out = undefined;
-  if (soakMinutes !== undefined && !(soakMinutes > 0)) {
-    process.stderr.write(`bench: --soak-minutes must be a positive number\n${USAGE}`);
+  const refuse = (why: string): never => {
+    process.stderr.write(`bench: ${why}\n${USAGE}`);
     process.exit(2);
+  };
+  let flags = new Map<string, string>();
+  try {
+    flags = parseFlags(FLAGS, argv, {});
+  } catch (err) {
+    if (!(err instanceof FlagError)) throw err;
+    refuse(err.message);
   }
-  if (restartRuns !== undefined && !(Number.isInteger(restartRuns) && restartRuns >= 1)) {
-    process.stderr.write(`bench: --restart-runs must be a whole number of at least 1\n${USAGE}`);
-    process.exit(2);
+  if (flags.get("help") === "true" || flags.get("h") === "true") {
+    process.stdout.write(USAGE);
+    process.exit(0);
   }
-  return { quick, out: resolve(repoRoot, out ?? (quick ? "bench/results-quick.json" : "bench/results.json")), soakMinutes, restartRuns };
+  const quick = flags.get("quick") === "true";
+  const number = (name: string) => (flags.has(name) ? Number(flags.get(name)) : undefined);
+  const soakMinutes = number("soak-minutes");
+  if (soakMinutes !== undefined && !(soakMinutes > 0)) refuse("--soak-minutes must be a positive number");
+  const restartRuns = number("restart-runs");
+  if (restartRuns !== undefined && !(Number.isInteger(restartRuns) && restartRuns >= 1)) refuse("--restart-runs must be a whole number of at least 1");
+  const out = flags.get("out") || (quick ? "bench/results-quick.json" : "bench/results.json");
+  return { quick, out: resolve(repoRoot, out), soakMinutes, restartRuns };
 }
 
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
