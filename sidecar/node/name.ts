@@ -4,9 +4,11 @@ import { createHash } from "node:crypto";
 const MAX_NAME = 253;
 
 export function csiAddonsNodeName(nodeId: string, namespace: string, ownerKind: string, ownerName: string): string {
-  const base = `${nodeId}-${namespace}-${ownerKind.toLowerCase()}-${ownerName}`;
+  // Lowercased before it is hashed too, as upstream does: both sidecars must name a long object alike.
+  const kind = ownerKind.toLowerCase();
+  const base = `${nodeId}-${namespace}-${kind}-${ownerName}`;
   if (base.length <= MAX_NAME) return base;
-  const hash = createHash("sha256").update(nodeId + namespace + ownerKind + ownerName).digest("hex").slice(0, 16);
+  const hash = createHash("sha256").update(nodeId + namespace + kind + ownerName).digest("hex").slice(0, 16);
   return `${base.slice(0, MAX_NAME - 16 - 3)}-${hash}`;
 }
 

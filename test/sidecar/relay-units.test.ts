@@ -53,7 +53,16 @@ test("CSIAddonsNode name, hashed past 253 characters", () => {
   const long = csiAddonsNodeName("n".repeat(200), "csi", "DaemonSet", "p".repeat(100));
   assert.equal(long.length, 251);
   assert.equal(long.slice(0, 234), `${"n".repeat(200)}-csi-daemonset-${"p".repeat(100)}`.slice(0, 234));
-  assert.equal(long.slice(235), hex("n".repeat(200) + "csi" + "DaemonSet" + "p".repeat(100)).slice(0, 16));
+  assert.equal(long.slice(235), hex("n".repeat(200) + "csi" + "daemonset" + "p".repeat(100)).slice(0, 16));
+});
+
+test("CSIAddonsNode long name: the upstream sidecar's own test case (Test_generateName, 'long names') names the same object", () => {
+  // The expected hash is computed outside this code (sha256sum of nodeID+namespace+"deployment"+ownerName);
+  // hashing "Deployment" before lowercasing gives dd3dedc53a92568b instead.
+  const nodeId = `a-very-long-node-id-that-exceeds-the-limit-of-253-characters-and-should-trigger-uuid-generation-${"1234567890".repeat(14)}`;
+  const owner = `another-long-owner-name-that-is-definitely-more-than-253-characters-long-${"1234567890".repeat(14)}`;
+  const name = csiAddonsNodeName(nodeId, "test-namespace", "Deployment", owner);
+  assert.equal(name, `${`${nodeId}-test-namespace-deployment-${owner}`.slice(0, 234)}-3b290eae20540ae1`);
 });
 
 test("Limiter: at most max at once, bounded queue, RESOURCE_EXHAUSTED beyond, cancelled waiters leave", async () => {
