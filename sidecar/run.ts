@@ -10,7 +10,7 @@ import { ControllerLease } from "./election/controller-lease.js";
 import { Readiness } from "./health/readiness.js";
 import type { KubeApi } from "./kube/api.js";
 import type { Logger } from "../common/log/logger.js";
-import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { createMetrics, type Metrics, type RefusalReason } from "./metrics/metrics.js";
 import { CSIAddonsNodeManager } from "./node/manager.js";
 import { podEndpoint } from "./node/name.js";
 import { createHealerService } from "./relay/healer-service.js";
@@ -24,6 +24,7 @@ import { serverCredentials } from "./server/credentials.js";
 import { bindServer, buildGrpcServer } from "./server/grpc-server.js";
 import { startHttpServer } from "../common/http/probes.js";
 import { watchRefusedConnections } from "./server/refused-connections.js";
+import { RefusalTally } from "./server/refusal-tally.js";
 import { RepeatedLines } from "./log/repeats.js";
 import { hostPort, listenHost } from "../common/net/listen-host.js";
 import { deadlineMiddleware, loggingMiddleware } from "./server/middlewares.js";
@@ -66,7 +67,12 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   const upstream = upstreamServices({ driver, limiter, kube, secrets, stagingRoot: config.stagingPath });
   const repeats = new RepeatedLines(logger);
-  const middlewares: Middleware[] = [loggingMiddleware({ repeats, metrics }), deadlineMiddleware(config.timeoutMs)];
+  const refusals = new RefusalTally();
+  const refused = (reason: RefusalReason, detail: string) => {
+    metrics.countRefused(reason);
+    refusals.record(reason, detail);
+  };
+  const middlewares: Middleware[] = [loggingMiddleware({ repeats, onRefused: refused }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
       authMiddleware({ kube, audiences: config.authAudiences, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
@@ -89,7 +95,7 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const port = await bindServer(server, hostPort(listenHost(config.controllerIp), config.controllerPort), tls.credentials);
   if (config.enableAuth) {
     const watched = watchRefusedConnections(server, (reason, peer, error) => {
-      metrics.countRefused(reason);
+      refused(reason, error);
       repeats.log("warn", `refused|${reason}`, "connection refused", { reason, peer, error });
     });
     if (!watched) logger.warn("refused TLS connections cannot be observed with this grpc-js version; only refused calls are logged and counted");
@@ -108,6 +114,8 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
     nodeId: config.nodeId,
     endpoint: podEndpoint(config.pod, config.namespace, port),
     confirmTimeoutMs: config.nodeConfirmTimeoutMs,
+    refusals,
+    onRecreated: () => metrics.countRecreation(),
   });
   manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
   const lease = new ControllerLease({ kube, logger, identity: config.pod, config: config.leaderElection });

@@ -11,6 +11,8 @@ export interface Metrics {
   observeOperation(driverName: string, method: string, grpcCode: string, seconds: number): void;
   /** Counts a connection or call refused before reaching a handler. */
   countRefused(reason: RefusalReason): void;
+  /** Counts a creation of our CSIAddonsNode after someone deleted it. */
+  countRecreation(): void;
   /** The controller port's certificate: where it comes from and when it expires (none: plaintext). */
   setTlsCertificate(source: TlsCertificateSource, notAfter: Date | undefined): void;
 }
@@ -50,6 +52,11 @@ export function createMetrics(): Metrics {
   });
   // Every reason from the start at 0, so a rate() alert sees the first refusal.
   for (const reason of REFUSAL_REASONS) refused.inc({ reason }, 0);
+  const recreations = new Counter({
+    name: "csi_addons_sidecar_csiaddonsnode_recreations_total",
+    help: "Creations of this sidecar's CSIAddonsNode after it was deleted (the upstream controller deletes it when it cannot connect)",
+    registers: [registry],
+  });
   // One series per source, 1 for the one in use, so an alert can fire on source="self-signed".
   const tlsSource = new Gauge({
     name: "csi_addons_sidecar_tls_certificate_source",
@@ -70,6 +77,9 @@ export function createMetrics(): Metrics {
     },
     countRefused(reason) {
       refused.inc({ reason });
+    },
+    countRecreation() {
+      recreations.inc();
     },
     setTlsCertificate(source, notAfter) {
       for (const s of TLS_SOURCES) tlsSource.set({ source: s }, s === source ? 1 : 0);

@@ -1,6 +1,7 @@
 // Keeps this sidecar's CSIAddonsNode in place: create, else update; retry conflicts; recreate it
 // when deleted; wait out a pending deletion; replace it when immutable fields differ. The upstream
-// controller deletes the object when it cannot reach us, and recreating it is what makes it retry.
+// controller deletes the object when it cannot reach us, and recreating it is what makes it retry;
+// when that keeps happening, recreations slow down (recreation-pacer.ts) and a warning says why.
 // Every third of the confirmation bound it re-reads its Pod (the controlling owner may have been
 // recreated under the same name) and the object (an API server restored without it sends no
 // watch event), so `presence` says "in place" only while the API keeps saying so.
@@ -11,6 +12,7 @@ import { desiredCSIAddonsNode, isAsWanted } from "./desired.js";
 import { csiAddonsNodeName } from "./name.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
 import { Presence } from "./presence.js";
+import { RecreationPacer, type PacerOptions } from "./recreation-pacer.js";
 
 /** Failed watches in a row (waits of 0.2 + 0.4 + 0.8 + 1.6 + 3.2 s between them) before starting over from a read. */
 const WATCH_FAILURES_BEFORE_RESYNC = 6;
@@ -27,7 +29,18 @@ export interface NodeManagerOptions {
   confirmTimeoutMs: number;
   /** Deadline of each API request. */
   requestTimeoutMs?: number;
+  /** Calls refused on the controller port since the last take(): the likely reason our object is deleted. */
+  refusals?: { take(): string | undefined };
+  /** Called each time the object is created again after a deletion. */
+  onRecreated?: () => void;
+  pacing?: PacerOptions;
 }
+
+const LIKELY_CAUSE =
+  "the upstream csi-addons controller deletes a CSIAddonsNode after three failed connects to its sidecar: " +
+  "it may not call this sidecar (PERMISSION_DENIED: bind deploy/components/upstream-controller-access), " +
+  "its token is not accepted (UNAUTHENTICATED: --auth-audience), or it cannot reach the controller port " +
+  "(no refusal counted: network policy, firewall, pod IP); someone else deleting it is the other cause";
 
 export class CSIAddonsNodeManager {
   readonly presence: Presence;
@@ -50,9 +63,13 @@ export class CSIAddonsNodeManager {
   private started = false;
   /** Consecutive failed API requests, so an outage is logged when it starts and ends, not per retry. */
   private apiFailures = 0;
+  /** When we last created or confirmed by a write the object now in place; undefined while none is. */
+  private placedAt: number | undefined;
+  private readonly pacer: RecreationPacer;
 
   constructor(private readonly opts: NodeManagerOptions) {
     this.presence = new Presence(() => `${opts.namespace}/${this.name ?? "(name not known yet)"}`, opts.confirmTimeoutMs);
+    this.pacer = new RecreationPacer(opts.pacing);
   }
 
   /** Called whenever the driver (re)connects; the first call starts reconciling. */
@@ -169,6 +186,9 @@ export class CSIAddonsNodeManager {
     const existing = await kube.getCSIAddonsNode(namespace, name, this.signal());
     if (!existing) {
       this.setPlaced(false, "not found");
+      const recreating = this.placedAt !== undefined;
+      if (recreating) await this.pauseBeforeRecreating(name);
+      if (this.stop.signal.aborted) return false;
       // Created again: its owner may have been recreated under the same name (a new uid) while
       // this pod survived; the old uid would have the garbage collector delete it again.
       if (!fresh && (await this.resolveOwner()) && this.name !== name) return false;
@@ -176,6 +196,10 @@ export class CSIAddonsNodeManager {
         this.resumeWatchAt((await kube.createCSIAddonsNode(this.desired(undefined), this.signal())).metadata.resourceVersion);
         this.opts.logger.info("created CSIAddonsNode", { name, namespace });
         this.setPlaced(true);
+        this.placedAt = Date.now();
+        // What is refused from now on is what the next deletion, if one comes, is quoted with.
+        this.opts.refusals?.take();
+        if (recreating) this.opts.onRecreated?.();
         return true;
       } catch (err) {
         if (err instanceof KubeError && err.status === 409) return false; // created meanwhile: update it
@@ -191,6 +215,7 @@ export class CSIAddonsNodeManager {
       this.resumeWatchAt((await kube.replaceCSIAddonsNode(this.desired(existing), this.signal())).metadata.resourceVersion);
       this.opts.logger.info("updated CSIAddonsNode", { name, namespace });
       this.setPlaced(true);
+      this.placedAt ??= Date.now();
       return true;
     } catch (err) {
       if (!(err instanceof KubeError)) throw err;
@@ -201,6 +226,7 @@ export class CSIAddonsNodeManager {
         // node identity. Replace it; the uid precondition never removes a newer object.
         this.opts.logger.warn("CSIAddonsNode has immutable fields that differ; replacing it", { name, reason: err.message });
         this.setPlaced(false, "being replaced: immutable fields differ");
+        this.placedAt = undefined; // our own deletion, not one to slow down for
         await kube.deleteCSIAddonsNode(namespace, name, existing.metadata.uid!, this.signal()).catch((e: unknown) => {
           if (!(e instanceof KubeError && (e.status === 404 || e.status === 409))) throw e;
         });
@@ -208,6 +234,27 @@ export class CSIAddonsNodeManager {
       }
       throw err;
     }
+  }
+
+  /**
+   * Our object is gone: counted once per object, and when deletions come in a row, waited out
+   * before the creation with one warning that quotes the refusals the object saw.
+   */
+  private async pauseBeforeRecreating(name: string): Promise<void> {
+    const stoodMs = Date.now() - this.placedAt!;
+    this.placedAt = undefined;
+    const { waitMs, inARow } = this.pacer.deleted(stoodMs);
+    if (waitMs === 0) return;
+    this.presence.missing(`deleted ${inARow} times in a row; creating it again in ${Math.round(waitMs / 1000)} s`);
+    this.opts.logger.warn("CSIAddonsNode keeps being deleted; waiting before creating it again", {
+      name,
+      deletedInARow: inARow,
+      stoodSeconds: Math.round(stoodMs / 100) / 10,
+      waitSeconds: waitMs / 1000,
+      refusedSinceCreated: this.opts.refusals?.take() ?? "none",
+      likelyCause: LIKELY_CAUSE,
+    });
+    await delay(waitMs, this.stop.signal);
   }
 
   private desired(existing: CSIAddonsNode | undefined): CSIAddonsNode {

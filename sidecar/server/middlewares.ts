@@ -2,7 +2,7 @@
 // call log with request-scoped fields.
 import * as grpc from "@grpc/grpc-js";
 import type { RepeatedLines } from "../log/repeats.js";
-import type { Metrics, RefusalReason } from "../metrics/metrics.js";
+import type { RefusalReason } from "../metrics/metrics.js";
 import type { Middleware } from "./context.js";
 import { toStatus } from "./status.js";
 import { grpcCodeName } from "../driver/unary.js";
@@ -17,7 +17,8 @@ export function deadlineMiddleware(timeoutMs: number): Middleware {
 
 export interface CallLogOptions {
   repeats: RepeatedLines;
-  metrics: Pick<Metrics, "countRefused">;
+  /** Each refused call, with the message the caller was sent. */
+  onRefused(reason: RefusalReason, detail: string): void;
 }
 
 /**
@@ -46,7 +47,7 @@ export function loggingMiddleware(opts: CallLogOptions): Middleware {
       const line = { ...fields(), code, error: st.details };
       const refusal = REFUSALS[st.code];
       if (refusal) {
-        opts.metrics.countRefused(refusal);
+        opts.onRefused(refusal, st.details);
         opts.repeats.log("warn", `refused|${refusal}`, "call refused", { ...line, reason: refusal, peer: ctx.peer });
       } else if (st.unexpected) {
         const cause = err instanceof Error ? err.message : String(err);

@@ -6,6 +6,8 @@ import { Presence, type Condition } from "../../sidecar/node/presence.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "../../sidecar/node/owner.js";
 import type { KubeApi, ObjectMeta } from "../../sidecar/kube/api.js";
 import { waitFor } from "../support/wait.js";
+import { RecreationPacer } from "../../sidecar/node/recreation-pacer.js";
+import { RefusalTally } from "../../sidecar/server/refusal-tally.js";
 
 function presence(boundMs = 60_000) {
   const p = new Presence(() => "csi/node-1-csi", boundMs);
@@ -121,4 +123,23 @@ test("owner: the same owner is the same kind, name and uid; one made again under
   assert.equal(sameOwner(o("DaemonSet", "a", "1"), o("DaemonSet", "a", "2")), false);
   assert.equal(sameOwner(o("DaemonSet", "a", "1"), o("DaemonSet", "b", "1")), false);
   assert.equal(sameOwner(o("DaemonSet", "a", "1"), o("StatefulSet", "a", "1")), false);
+});
+
+test("recreation pacer: the first deletion at once, then doubling waits up to the cap; an object that stood long enough ends the streak", () => {
+  const pacer = new RecreationPacer({ firstMs: 1_000, capMs: 5_000, survivedMs: 60_000 });
+  const waits = [10, 10, 10, 10, 10, 10].map((stood) => pacer.deleted(stood).waitMs);
+  assert.deepEqual(waits, [0, 1_000, 2_000, 4_000, 5_000, 5_000]);
+  assert.deepEqual(pacer.deleted(59_999), { waitMs: 5_000, inARow: 7 }, "stood a little less than the bound: still in the streak");
+  assert.deepEqual(pacer.deleted(60_000), { waitMs: 0, inARow: 1 }, "stood the bound: a deletion like the first");
+  assert.equal(pacer.deleted(0).waitMs, 1_000);
+});
+
+test("refusal tally: counts by reason with the latest detail (cut at 200 characters), and starts anew once taken", () => {
+  const tally = new RefusalTally();
+  assert.equal(tally.take(), undefined);
+  tally.record("permission_denied", "first");
+  tally.record("permission_denied", "user x may not call csiaddonsnodes");
+  tally.record("tls_handshake", "y".repeat(300));
+  assert.equal(tally.take(), `permission_denied ×2 (last: user x may not call csiaddonsnodes); tls_handshake ×1 (last: ${"y".repeat(200)}…)`);
+  assert.equal(tally.take(), undefined);
 });

@@ -207,7 +207,7 @@ test("deadlineMiddleware: the handler's deadline is the smaller of the caller's 
 function logged(level = "debug") {
   const { logger, lines } = captureLogger(level);
   const refused: RefusalReason[] = [];
-  const mw = loggingMiddleware({ repeats: new RepeatedLines(logger), metrics: { countRefused: (r) => void refused.push(r) } });
+  const mw = loggingMiddleware({ repeats: new RepeatedLines(logger), onRefused: (r) => void refused.push(r) });
   return { mw, lines, refused, logger };
 }
 

@@ -10,17 +10,16 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { KUBE_API_AUDIENCE, startKubeApi, type KubeApi } from "../kube/index.js";
-import { findOne, loadComponents, loadManifests } from "../deploy/load.js";
+import { loadComponents } from "../deploy/load.js";
 import { grantsOf, installGrants } from "../deploy/grants.js";
 import { loadRbacRules, sidecarServiceAccount } from "../deploy/rbac.js";
 import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { codeName } from "../support/grpc.js";
-import { upstreamConnect } from "../support/upstream-controller.js";
+import { UPSTREAM_USER, addUpstreamToken, shippedAuthFlags, upstreamConnect } from "../support/upstream-controller.js";
 import { waitFor } from "../support/wait.js";
 import { NAMESPACE, baseObjects, upstreamCrdFile } from "../support/fixtures.js";
 
-const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
 const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const RANDOM_USER = "system:serviceaccount:default:default";
 const TOKENS = {
@@ -29,14 +28,6 @@ const TOKENS = {
   random: "random-pod-token-1a2b3c4d",
 };
 
-/** The flags of deploy/'s sidecar container that decide who may call (--enable-auth, --auth-*). */
-function shippedAuthFlags(): string[] {
-  const ds = findOne(loadManifests(), "DaemonSet") as unknown as { spec: { template: { spec: { containers: { name: string; args?: string[] }[] } } } };
-  const sidecar = ds.spec.template.spec.containers.find((c) => c.name === "csi-addons-healer");
-  assert.ok(sidecar, "deploy/'s DaemonSet has no csi-addons-healer container");
-  return (sidecar.args ?? []).filter((a) => /^--(enable-auth|auth-)/.test(a));
-}
-
 describe("the upstream csi-addons controller against deploy/'s settings", () => {
   let kube: KubeApi;
   let stub: DriverStub;
@@ -44,7 +35,7 @@ describe("the upstream csi-addons controller against deploy/'s settings", () => 
 
   before(async () => {
     kube = await startKubeApi({ tls: true, requireRbac: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
-    kube.auth.addToken(TOKENS.upstream, { username: UPSTREAM_USER, groups: ["system:serviceaccounts", "system:serviceaccounts:csi-addons-system"], audiences: [KUBE_API_AUDIENCE] });
+    addUpstreamToken(kube, TOKENS.upstream);
     kube.auth.addToken(TOKENS.sidecar, { username: SIDECAR_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
     kube.auth.addToken(TOKENS.random, { username: RANDOM_USER, groups: ["system:serviceaccounts", "system:serviceaccounts:default"], audiences: [KUBE_API_AUDIENCE] });
     const own = loadRbacRules();
