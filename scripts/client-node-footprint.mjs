@@ -2,7 +2,7 @@
 // lock file holds, or the copy in `--package DIR`, e.g. a scratch `npm install @kubernetes/client-node@2`)
 // and as one esbuild bundle tree-shaken to the APIs the sidecar needs. It decides
 // whether the sidecar may drop its own small REST transport (sidecar/kube/transport.ts); see the
-// README's "Stack notes". Run: `npm run -s client-node-footprint` (a few seconds; not part of tests).
+// docs/decisions/sidecar-kubernetes-transport.md. Run: `npm run -s client-node-footprint` (a few seconds; not part of tests).
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

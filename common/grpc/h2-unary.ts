@@ -3,7 +3,7 @@
 // failures, so that what the peer answers reaches the caller unchanged. The sidecar's calls to its
 // driver and the controller's to the sidecars go this way rather than through grpc-js channels:
 // their resolver, load-balancing, retry and filter layers do nothing for one known peer and cost
-// 2-2.5x the client CPU per call of a plain HTTP/2 stream (README, "Our own gRPC client").
+// 2-2.5x the client CPU per call of a plain HTTP/2 stream (docs/decisions/grpc-client-over-http2.md).
 import * as http2 from "node:http2";
 import { Metadata, status as Code } from "@grpc/grpc-js";
 import { CallError, type MethodDef } from "./call-error.js";

@@ -2,7 +2,7 @@
 // a bound claim). client-node's generated path (node-fetch, ObjectSerializer both ways, an Observable
 // middleware chain) measured 1.2–1.5 ms of controller CPU per Event; this one, on the same pooled
 // HTTP/1.1 connection, 0.8–0.9 ms, and over HTTP/2 (one connection for every Event, as the
-// sidecar's requests) less again (README, Stack notes). client-node still supplies everything
+// sidecar's requests) less again (docs/decisions/controller-events-plain-json.md). client-node still supplies everything
 // about the cluster and the user — server, CA, client certificate, token (re-read as it rotates),
 // proxy agent — through applyToHTTPSOptions, so the paths cannot disagree on credentials.
 import type http from "node:http";

@@ -171,7 +171,7 @@ type Size = typeof FULL;
 /**
  * The headline: both restart cases, one after the other, each run `size.restartRuns` times in a
  * directory of its own; the run with the median ratio is reported, every run's ratio beside it.
- * One run's ratio on this 2-core machine moves by a fifth either way (README, "Measured and left"):
+ * One run's ratio on this 2-core machine moves by a fifth either way (docs/performance.md, "Reading the numbers"):
  * a single run would say more about the minute it ran in than about the healer.
  */
 async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
