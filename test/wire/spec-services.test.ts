@@ -120,7 +120,7 @@ describe("csi-addons spec driver services wire format", () => {
     );
   });
 
-  it("replication GetVolumeReplicationInfo 1..4; GetReplicationDestinationInfo source 1, secrets 2", () => {
+  it("replication GetVolumeReplicationInfo 1..4; GetReplicationDestinationInfo secrets 1, source 2", () => {
     assertWire(
       GetVolumeReplicationInfoRequest,
       { volumeId: "v", secrets: { k: "s" }, replicationId: "r", replicationSource: { type: { $case: "volume", volume: { volumeId: "v" } } } },
@@ -128,8 +128,13 @@ describe("csi-addons spec driver services wire format", () => {
     );
     assertWire(
       GetReplicationDestinationInfoRequest,
-      { replicationSource: { type: { $case: "volume", volume: { volumeId: "v" } } }, secrets: { k: "s" } },
-      `0a 05 0a 03 0a 01 76  12 06 ${KS}`,
+      { secrets: { k: "s" }, replicationSource: { type: { $case: "volume", volume: { volumeId: "v" } } } },
+      `0a 06 ${KS}  12 05 0a 03 0a 01 76`,
+    );
+    assertWire(
+      GetReplicationDestinationInfoRequest,
+      { secrets: { k: "s" }, replicationSource: { type: { $case: "volumegroup", volumegroup: { volumeGroupId: "g" } } } },
+      `0a 06 ${KS}  12 05 12 03 0a 01 67`,
     );
   });
 

@@ -103,11 +103,16 @@ describe("upstream controller-facing wire format (package proto)", () => {
     assert.deepEqual([ReplStatus.UNKNOWN, ReplStatus.HEALTHY, ReplStatus.DEGRADED, ReplStatus.ERROR], [0, 1, 2, 3]);
   });
 
-  it("GetReplicationDestinationInfo: source 1, secret_name 2, secret_namespace 3; destination 1 {volumegroup 2 {id 1, volume_ids 2}}", () => {
+  it("GetReplicationDestinationInfo: secret_name 1, secret_namespace 2, source 3; destination 1 {volumegroup 2 {id 1, volume_ids 2}}", () => {
     assertWire(
       GetReplicationDestinationInfoRequest,
-      { replicationSource: { type: { $case: "volume", volume: { volumeId: "v" } } }, secretName: "s", secretNamespace: "n" },
-      "0a 05 0a 03 0a 01 76  12 01 73  1a 01 6e",
+      { secretName: "s", secretNamespace: "n", replicationSource: { type: { $case: "volume", volume: { volumeId: "v" } } } },
+      "0a 01 73  12 01 6e  1a 05 0a 03 0a 01 76",
+    );
+    assertWire(
+      GetReplicationDestinationInfoRequest,
+      { secretName: "s", secretNamespace: "n", replicationSource: { type: { $case: "volumeGroup", volumeGroup: { volumeGroupId: "g" } } } },
+      "0a 01 73  12 01 6e  1a 05 12 03 0a 01 67",
     );
     assertWire(
       GetReplicationDestinationInfoResponse,

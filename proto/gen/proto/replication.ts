@@ -185,9 +185,9 @@ export function getVolumeReplicationInfoResponse_StatusToJSON(object: GetVolumeR
 }
 
 export interface GetReplicationDestinationInfoRequest {
-  replicationSource: ReplicationSource | undefined;
   secretName: string;
   secretNamespace: string;
+  replicationSource: ReplicationSource | undefined;
 }
 
 export interface GetReplicationDestinationInfoResponse {
@@ -2348,19 +2348,19 @@ export const GetVolumeReplicationInfoResponse: MessageFns<GetVolumeReplicationIn
 };
 
 function createBaseGetReplicationDestinationInfoRequest(): GetReplicationDestinationInfoRequest {
-  return { replicationSource: undefined, secretName: "", secretNamespace: "" };
+  return { secretName: "", secretNamespace: "", replicationSource: undefined };
 }
 
 export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDestinationInfoRequest> = {
   encode(message: GetReplicationDestinationInfoRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.replicationSource !== undefined) {
-      ReplicationSource.encode(message.replicationSource, writer.uint32(10).fork()).join();
-    }
     if (message.secretName !== "") {
-      writer.uint32(18).string(message.secretName);
+      writer.uint32(10).string(message.secretName);
     }
     if (message.secretNamespace !== "") {
-      writer.uint32(26).string(message.secretNamespace);
+      writer.uint32(18).string(message.secretNamespace);
+    }
+    if (message.replicationSource !== undefined) {
+      ReplicationSource.encode(message.replicationSource, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -2383,7 +2383,7 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
               break;
             }
 
-            message.replicationSource = ReplicationSource.decode(reader, reader.uint32());
+            message.secretName = reader.string();
             continue;
           }
           case 2: {
@@ -2391,7 +2391,7 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
               break;
             }
 
-            message.secretName = reader.string();
+            message.secretNamespace = reader.string();
             continue;
           }
           case 3: {
@@ -2399,7 +2399,7 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
               break;
             }
 
-            message.secretNamespace = reader.string();
+            message.replicationSource = ReplicationSource.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -2416,11 +2416,6 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
 
   fromJSON(object: any): GetReplicationDestinationInfoRequest {
     return {
-      replicationSource: isSet(object.replicationSource)
-        ? ReplicationSource.fromJSON(object.replicationSource)
-        : isSet(object.replication_source)
-        ? ReplicationSource.fromJSON(object.replication_source)
-        : undefined,
       secretName: isSet(object.secretName)
         ? globalThis.String(object.secretName)
         : isSet(object.secret_name)
@@ -2431,19 +2426,24 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
         : isSet(object.secret_namespace)
         ? globalThis.String(object.secret_namespace)
         : "",
+      replicationSource: isSet(object.replicationSource)
+        ? ReplicationSource.fromJSON(object.replicationSource)
+        : isSet(object.replication_source)
+        ? ReplicationSource.fromJSON(object.replication_source)
+        : undefined,
     };
   },
 
   toJSON(message: GetReplicationDestinationInfoRequest): unknown {
     const obj: any = {};
-    if (message.replicationSource !== undefined) {
-      obj.replicationSource = ReplicationSource.toJSON(message.replicationSource);
-    }
     if (message.secretName !== "") {
       obj.secretName = message.secretName;
     }
     if (message.secretNamespace !== "") {
       obj.secretNamespace = message.secretNamespace;
+    }
+    if (message.replicationSource !== undefined) {
+      obj.replicationSource = ReplicationSource.toJSON(message.replicationSource);
     }
     return obj;
   },
@@ -2453,11 +2453,11 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
   },
   fromPartial(object: DeepPartial<GetReplicationDestinationInfoRequest>): GetReplicationDestinationInfoRequest {
     const message = createBaseGetReplicationDestinationInfoRequest();
+    message.secretName = object.secretName ?? "";
+    message.secretNamespace = object.secretNamespace ?? "";
     message.replicationSource = (object.replicationSource !== undefined && object.replicationSource !== null)
       ? ReplicationSource.fromPartial(object.replicationSource)
       : undefined;
-    message.secretName = object.secretName ?? "";
-    message.secretNamespace = object.secretNamespace ?? "";
     return message;
   },
 };

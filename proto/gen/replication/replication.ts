@@ -207,8 +207,8 @@ export function getVolumeReplicationInfoResponse_StatusToJSON(object: GetVolumeR
 }
 
 export interface GetReplicationDestinationInfoRequest {
-  replicationSource: ReplicationSource | undefined;
   secrets: { [key: string]: string };
+  replicationSource: ReplicationSource | undefined;
 }
 
 export interface GetReplicationDestinationInfoRequest_SecretsEntry {
@@ -2904,18 +2904,18 @@ export const GetVolumeReplicationInfoResponse: MessageFns<GetVolumeReplicationIn
 };
 
 function createBaseGetReplicationDestinationInfoRequest(): GetReplicationDestinationInfoRequest {
-  return { replicationSource: undefined, secrets: {} };
+  return { secrets: {}, replicationSource: undefined };
 }
 
 export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDestinationInfoRequest> = {
   encode(message: GetReplicationDestinationInfoRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.replicationSource !== undefined) {
-      ReplicationSource.encode(message.replicationSource, writer.uint32(10).fork()).join();
-    }
     globalThis.Object.entries(message.secrets).forEach(([key, value]: [string, string]) => {
-      GetReplicationDestinationInfoRequest_SecretsEntry.encode({ key: key as any, value }, writer.uint32(18).fork())
+      GetReplicationDestinationInfoRequest_SecretsEntry.encode({ key: key as any, value }, writer.uint32(10).fork())
         .join();
     });
+    if (message.replicationSource !== undefined) {
+      ReplicationSource.encode(message.replicationSource, writer.uint32(18).fork()).join();
+    }
     return writer;
   },
 
@@ -2937,7 +2937,10 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
               break;
             }
 
-            message.replicationSource = ReplicationSource.decode(reader, reader.uint32());
+            const entry1 = GetReplicationDestinationInfoRequest_SecretsEntry.decode(reader, reader.uint32());
+            if (entry1.value !== undefined) {
+              message.secrets[entry1.key] = entry1.value;
+            }
             continue;
           }
           case 2: {
@@ -2945,10 +2948,7 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
               break;
             }
 
-            const entry2 = GetReplicationDestinationInfoRequest_SecretsEntry.decode(reader, reader.uint32());
-            if (entry2.value !== undefined) {
-              message.secrets[entry2.key] = entry2.value;
-            }
+            message.replicationSource = ReplicationSource.decode(reader, reader.uint32());
             continue;
           }
         }
@@ -2965,11 +2965,6 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
 
   fromJSON(object: any): GetReplicationDestinationInfoRequest {
     return {
-      replicationSource: isSet(object.replicationSource)
-        ? ReplicationSource.fromJSON(object.replicationSource)
-        : isSet(object.replication_source)
-        ? ReplicationSource.fromJSON(object.replication_source)
-        : undefined,
       secrets: isObject(object.secrets)
         ? (globalThis.Object.entries(object.secrets) as [string, any][]).reduce(
           (acc: { [key: string]: string }, [key, value]: [string, any]) => {
@@ -2984,14 +2979,16 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
           {},
         )
         : {},
+      replicationSource: isSet(object.replicationSource)
+        ? ReplicationSource.fromJSON(object.replicationSource)
+        : isSet(object.replication_source)
+        ? ReplicationSource.fromJSON(object.replication_source)
+        : undefined,
     };
   },
 
   toJSON(message: GetReplicationDestinationInfoRequest): unknown {
     const obj: any = {};
-    if (message.replicationSource !== undefined) {
-      obj.replicationSource = ReplicationSource.toJSON(message.replicationSource);
-    }
     if (message.secrets) {
       const entries = globalThis.Object.entries(message.secrets) as [string, string][];
       if (entries.length > 0) {
@@ -3001,6 +2998,9 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
         });
       }
     }
+    if (message.replicationSource !== undefined) {
+      obj.replicationSource = ReplicationSource.toJSON(message.replicationSource);
+    }
     return obj;
   },
 
@@ -3009,9 +3009,6 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
   },
   fromPartial(object: DeepPartial<GetReplicationDestinationInfoRequest>): GetReplicationDestinationInfoRequest {
     const message = createBaseGetReplicationDestinationInfoRequest();
-    message.replicationSource = (object.replicationSource !== undefined && object.replicationSource !== null)
-      ? ReplicationSource.fromPartial(object.replicationSource)
-      : undefined;
     message.secrets = (globalThis.Object.entries(object.secrets ?? {}) as [string, string][]).reduce(
       (acc: { [key: string]: string }, [key, value]: [string, string]) => {
         if (value !== undefined) {
@@ -3021,6 +3018,9 @@ export const GetReplicationDestinationInfoRequest: MessageFns<GetReplicationDest
       },
       {},
     );
+    message.replicationSource = (object.replicationSource !== undefined && object.replicationSource !== null)
+      ? ReplicationSource.fromPartial(object.replicationSource)
+      : undefined;
     return message;
   },
 };
