@@ -9,10 +9,9 @@ import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub } from "../support/driver-stub.js";
 import { pv, volumeAttachment } from "../support/fixtures.js";
-import { call } from "../support/grpc.js";
+import { call, rawUnary } from "../support/grpc.js";
 import { tempDir } from "../support/proc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
-import { rawUnary } from "./secure-sidecar.js";
 
 let kube: KubeApi;
 const running: { stop(): Promise<unknown> }[] = [];

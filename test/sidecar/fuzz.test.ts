@@ -16,9 +16,10 @@ import { startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
 import { waitFor } from "../support/wait.js";
+import { rawUnary } from "../support/grpc.js";
 import { baseObjects, pv, upstreamCrdFile, volumeAttachment } from "../support/fixtures.js";
 import { GetVolumeHealthRequest, HealVolumeRequest } from "../../proto/gen/sidecar/v1/healer.js";
-import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, rawUnary, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
+import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
 
 const SEED = 0x1bad5eed;
 const VALID_TOKEN = "fz-valid-token-5b0e7f3c9a1d";

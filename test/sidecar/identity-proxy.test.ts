@@ -8,7 +8,7 @@ import type { KubeApi } from "../kube/index.js";
 import { serveFakeDriver, startTestKube } from "../support/cluster.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { tempDir } from "../support/proc.js";
-import { call } from "../support/grpc.js";
+import { call, rawUnary } from "../support/grpc.js";
 import { reflectionClient } from "../support/reflection.js";
 
 const NAME = "raw.csi.example.com";
@@ -44,14 +44,15 @@ after(async () => {
   await kube?.stop();
 });
 
-function rawCall(path: string): Promise<Buffer> {
+async function rawCall(path: string): Promise<Buffer> {
   const client = new grpc.Client(sidecar.address, grpc.credentials.createInsecure());
-  return new Promise((resolve, reject) =>
-    client.makeUnaryRequest(path, raw, raw, Buffer.alloc(0), new grpc.Metadata(), { deadline: Date.now() + 5000 }, (err, value) => {
-      client.close();
-      err ? reject(err) : resolve(value!);
-    }),
-  );
+  try {
+    const r = await rawUnary(client, path, Buffer.alloc(0));
+    assert.equal(r.code, grpc.status.OK, `${path}: ${r.details}`);
+    return r.value;
+  } finally {
+    client.close();
+  }
 }
 
 test("GetCapabilities reaches the caller byte for byte, unknown oneof field 8 included", async () => {

@@ -11,7 +11,8 @@ import { startDriverStub } from "../support/driver-stub.js";
 import { tempDir } from "../support/proc.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
-import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, rawUnary, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
+import { rawUnary } from "../support/grpc.js";
+import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
 
 let kube: KubeApi;
 let sidecar: SidecarProc;

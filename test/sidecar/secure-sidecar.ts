@@ -1,6 +1,6 @@
 // The sidecar with auth on, as the healer controller sees it: a certificate for the controller
 // port, the flags that turn TLS and caller authentication on, TLS gRPC clients, a health check
-// that needs no token, and a raw unary call (bytes in, status out) for hostile requests.
+// that needs no token.
 import { writeFileSync } from "node:fs";
 import { connect as tlsConnect, type PeerCertificate } from "node:tls";
 import { join } from "node:path";
@@ -73,20 +73,3 @@ export function checkHealth(address: string, creds: grpc.ChannelCredentials, opt
   );
 }
 
-export interface RawOutcome {
-  code: grpc.status;
-  details: string;
-}
-
-const identity = (b: Buffer) => b;
-
-/** A unary call with the request body as given (no serializer) and any metadata; resolves with the status. */
-export function rawUnary(client: grpc.Client, path: string, body: Buffer, metadata: Record<string, string | Buffer> = {}, deadlineMs = 10_000): Promise<RawOutcome> {
-  const md = new grpc.Metadata();
-  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
-  return new Promise((resolve) => {
-    client.makeUnaryRequest(path, identity, identity, body, md, { deadline: Date.now() + deadlineMs }, (err) =>
-      resolve(err ? { code: err.code, details: err.details } : { code: grpc.status.OK, details: "" }),
-    );
-  });
-}

@@ -35,3 +35,23 @@ export function track<T>(p: Promise<Outcome<T>>): { done: () => boolean; outcome
   let settled = false;
   return { done: () => settled, outcome: p.finally(() => (settled = true)) };
 }
+
+export interface RawOutcome {
+  code: grpc.status;
+  details: string;
+  /** The response's bytes as sent (empty unless OK). */
+  value: Buffer;
+}
+
+const asIs = (b: Buffer) => b;
+
+/** A unary call with the request body as given (no serializer) and any metadata: bytes in, status and bytes out. */
+export function rawUnary(client: grpc.Client, path: string, body: Buffer, metadata: Record<string, string | Buffer> = {}, deadlineMs = 10_000): Promise<RawOutcome> {
+  const md = new grpc.Metadata();
+  for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(path, asIs, asIs, body, md, { deadline: Date.now() + deadlineMs }, (err, value) =>
+      resolve(err ? { code: err.code, details: err.details, value: Buffer.alloc(0) } : { code: grpc.status.OK, details: "", value: value! }),
+    );
+  });
+}
