@@ -16,7 +16,7 @@ import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
 import { startTestKube } from "../support/cluster.js";
 import { startDriverStub, type DriverStub, type StubState } from "../support/driver-stub.js";
 import { NAMESPACE } from "../support/fixtures.js";
-import { call } from "../support/grpc.js";
+import { call, rawUnary } from "../support/grpc.js";
 import { tempDir } from "../support/proc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 
@@ -59,6 +59,8 @@ function clients(address: string) {
       call(g, g.modifyVolumeGroupMembership, vg.ModifyVolumeGroupMembershipRequest.fromPartial(req)),
     deleteGroup: (req: vg.DeepPartial<vg.DeleteVolumeGroupRequest>) => call(g, g.deleteVolumeGroup, vg.DeleteVolumeGroupRequest.fromPartial(req)),
     getGroup: (req: vg.DeepPartial<vg.ControllerGetVolumeGroupRequest>) => call(g, g.controllerGetVolumeGroup, vg.ControllerGetVolumeGroupRequest.fromPartial(req)),
+    /** Any method with the request's bytes as given: the upstream controller's wire, not our encoder's. */
+    raw: (path: string, body: Uint8Array) => rawUnary(p, path, Buffer.from(body)),
     close: () => Object.values(made).forEach((c) => c.close()),
   };
 }

@@ -8,6 +8,7 @@ import { waitFor } from "../support/wait.js";
 import { GetVolumeReplicationInfoResponse_Status as ReplicationStatus } from "../../proto/gen/proto/replication.js";
 import { codeName, type Outcome } from "../support/grpc.js";
 import { NAMESPACE, pv, secret } from "../support/fixtures.js";
+import { bytes } from "../wire/vectors.js";
 import { logged, upstreamFixture } from "./upstream-harness.js";
 
 const SECRET_VALUE = "AQD-fence-key-never-logged-81c4";
@@ -154,6 +155,20 @@ describe("upstream NetworkFence, Replication and VolumeGroupController through t
     assert.equal(fx.stub.readState().replication?.["volume:vol-old"]?.enabled, true);
     const old = fx.driverCalls("EnableVolumeReplication").at(-1)!;
     assert.deepEqual(old.request, { volumeId: "vol-old", secrets: logged(SECRETS), replicationSource: { volume: { volumeId: "vol-old" } } });
+  });
+
+  test("GetReplicationDestinationInfo in the upstream controller's bytes (secret_name 1, secret_namespace 2, replication_source 3): the named Secret and the source reach the driver", async () => {
+    assert.equal(code(await fx.up.enable({ ...named, replicationSource: vol("vol-wire") })), "OK");
+    fx.stub.updateState((s) => void (s.replication!["volume:vol-wire"]!.destination = "vol-wire-dr"));
+    const text = (s: string) => Buffer.from(s).toString("hex");
+    // Written from upstream's field numbers; a source or secret read from the wrong number misses the Secret or the volume.
+    const request = bytes(`0a 0b ${text("ceph-secret")}  12 0b ${text(OPS_NS)}  1a 0c 0a 0a 0a 08 ${text("vol-wire")}`);
+    const r = await fx.up.raw("/proto.Replication/GetReplicationDestinationInfo", request);
+    assert.equal(codeName(r.code), "OK", r.details);
+    // replication_destination 1 {volume 1 {volume_id 1}}
+    assert.equal(r.value.toString("hex"), Buffer.from(bytes(`0a 0f 0a 0d 0a 0b ${text("vol-wire-dr")}`)).toString("hex"));
+    const sent = fx.driverCalls("/replication.Controller/GetReplicationDestinationInfo").at(-1)!;
+    assert.deepEqual(sent.request, { secrets: logged(SECRETS), replicationSource: { volume: { volumeId: "vol-wire" } } });
   });
 
   test("replication: a missing Secret is INTERNAL (as upstream), no source is INVALID_ARGUMENT; the driver is not called", async () => {
