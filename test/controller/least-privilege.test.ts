@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { KUBE_API_AUDIENCE } from "../kube/index.js";
-import { loadManifests, noKubectl } from "../deploy/load.js";
+import { loadManifests, noKubectl, readKustomization } from "../deploy/load.js";
 import { loadRbacRules, type Rule } from "../deploy/rbac.js";
 import { startControllerProc, type ControllerProc } from "../support/controller.js";
 import { tempDir } from "../support/proc.js";
@@ -20,7 +20,8 @@ import { AUDIENCE, authArgs, makeTlsFiles, type TlsFiles } from "../sidecar/secu
 import { HANDLED, handleOf, startStack, type Stack } from "./stack.js";
 
 const SA = "csi-addons-healer-controller";
-const SA_NAMESPACE = "csi-addons-system";
+/** The example install's namespace, where deploy/ runs the controller. */
+const SA_NAMESPACE = readKustomization().namespace!;
 const USER = `system:serviceaccount:${SA_NAMESPACE}:${SA}`;
 const API_TOKEN = "ctl-api-token-5c2e9d7a1b3f4e6a8c0d";
 const SIDECAR_TOKEN = "ctl-sidecar-token-8e1f3a5c7b9d2e4f6a0b";

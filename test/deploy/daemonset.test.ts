@@ -1,13 +1,13 @@
 // The example node plugin as `kubectl kustomize deploy/` renders it: the sidecar locked down,
 // without host paths, on ports no common CSI sidecar takes, with required TLS files and its own
-// token; the kubelet's directories checked to exist; Linux nodes only; the driver-stub from its
-// own image; and deploy/README.md naming what the manifests use.
+// token; the whole pod within Pod Security "restricted"; Linux nodes only; the driver-stub from
+// its own image; and deploy/README.md naming what the manifests use.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { deployDir, findOne, noKubectl, readKustomization, render } from "./load.js";
-import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, mountOf, volumeOf, type DaemonSetDoc } from "./pod.js";
+import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, mountOf, podSecurityRestrictedViolations, volumeOf, type DaemonSetDoc } from "./pod.js";
 import { sidecarServiceAccount } from "./rbac.js";
 
 describe("example DaemonSet", { skip: noKubectl }, () => {
@@ -44,19 +44,33 @@ describe("example DaemonSet", { skip: noKubectl }, () => {
     assert.equal(pod.securityContext?.fsGroup, sidecar.securityContext?.runAsGroup, "fsGroup gives the sidecar the socket and the key");
   });
 
-  test("the kubelet's directories must exist (hostPath type Directory); only the driver's own may be created", () => {
-    const plugin = `/var/lib/kubelet/plugins/${(containerOf(pod, "driver").args ?? [])[1]}`;
-    for (const v of pod.volumes.filter((x) => x.hostPath?.path.startsWith("/var/lib/kubelet"))) {
-      if (v.hostPath!.path === plugin) assert.equal(v.hostPath!.type, "DirectoryOrCreate", v.name);
-      else assert.equal(v.hostPath!.type, "Directory", `${v.name}: a wrong kubelet root must fail loudly`);
-    }
-    assert.ok(pod.volumes.some((v) => v.hostPath?.type === "Directory"));
+  test("the pod meets Pod Security \"restricted\", the level its namespace enforces", () => {
+    const namespace = findOne(render(""), "Namespace");
+    assert.equal(namespace.metadata.labels?.["pod-security.kubernetes.io/enforce"], "restricted");
+    assert.deepEqual(podSecurityRestrictedViolations(pod), []);
+    // The check refuses what a real node plugin needs (Ceph-CSI's csi-rbdplugin).
+    const privileged = structuredClone(pod);
+    privileged.volumes.push({ name: "plugin-dir", hostPath: { path: "/var/lib/kubelet/plugins", type: "Directory" } });
+    Object.assign(containerOf(privileged, "driver").securityContext!, { privileged: true, runAsUser: 0 });
+    assert.deepEqual(podSecurityRestrictedViolations({ ...privileged, hostNetwork: true }), [
+      "hostNetwork: true",
+      "volume plugin-dir: hostPath",
+      "driver: privileged",
+      "driver: runAsUser: 0",
+    ]);
   });
 
-  test("Linux nodes only, system-node-critical, tolerating every taint", () => {
+  test("the driver runs as another user than the sidecar, and reaches it through the pod's fsGroup", () => {
+    const [driver, sidecar] = [containerOf(pod, "driver").securityContext!, containerOf(pod, "csi-addons-healer").securityContext!];
+    assert.notEqual(driver.runAsUser, sidecar.runAsUser);
+    assert.equal(pod.securityContext?.fsGroup, sidecar.runAsGroup);
+    assert.match((containerOf(pod, "driver").command ?? []).join(" "), /umask 0007 && exec /, "the socket is created group-writable");
+  });
+
+  test("Linux nodes only; no priority class or tolerations for a driver that serves no volume", () => {
     assert.deepEqual(pod.nodeSelector, { "kubernetes.io/os": "linux" });
-    assert.equal(pod.priorityClassName, "system-node-critical");
-    assert.deepEqual((pod as { tolerations?: unknown }).tolerations, [{ operator: "Exists" }]);
+    assert.equal(pod.priorityClassName, undefined);
+    assert.equal(pod.tolerations, undefined);
   });
 
   test("the driver-stub runs from its own image, the sidecar from the production one", () => {
@@ -87,7 +101,6 @@ describe("example DaemonSet", { skip: noKubectl }, () => {
       tlsSecret!,
       driverArgs[driverArgs.indexOf("--name") + 1]!,
       `app.kubernetes.io/name=${ds.spec.template.metadata.labels["app.kubernetes.io/name"]}`,
-      "system-node-critical",
       "seLinuxOptions",
       "--require-tls-files",
       "scripts/build-image.sh",

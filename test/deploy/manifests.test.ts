@@ -20,7 +20,7 @@ import {
   type K8sObject,
 } from "./load.js";
 import { loadRbacRules, sidecarServiceAccount, type Rule } from "./rbac.js";
-import type { DaemonSetDoc } from "./pod.js";
+import { podSecurityRestrictedViolations, type DaemonSetDoc } from "./pod.js";
 import { crdSchemaTree, schemaDifferences, unknownSchemaKeywords, validateStrict } from "./validate.js";
 
 const skip = noKubectl;
@@ -118,6 +118,22 @@ describe("deploy/ layout", { skip }, () => {
     for (const c of ds.spec.template.spec.containers) assert.ok([...images.values()].includes(c.image!), `${c.name}: ${c.image}`);
   });
 
+  test("the example install has a namespace of its own: never the upstream controller's, which it only names as a subject", () => {
+    const upstreamNamespace = "csi-addons-system";
+    assert.notEqual(readKustomization().namespace, upstreamNamespace);
+    assert.ok(!top.some((o) => o.metadata.name === upstreamNamespace || o.metadata.namespace === upstreamNamespace), "`kubectl delete -k deploy/` would delete the upstream controller's objects");
+    const upstream = bindings(top).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace));
+    assert.deepEqual(upstream.map((b) => `${b.kind}/${b.metadata.name}`), ["ClusterRoleBinding/csi-addons-healer-caller-upstream-controller"]);
+    assert.deepEqual(upstream[0]!.subjects, [{ kind: "ServiceAccount", name: "csi-addons-controller-manager", namespace: upstreamNamespace }]);
+  });
+
+  test("every pod of the example install meets the Pod Security level its namespace enforces (restricted)", () => {
+    assert.equal(findOne(top, "Namespace").metadata.labels?.["pod-security.kubernetes.io/enforce"], "restricted");
+    const workloads = top.filter((o) => o.kind === "DaemonSet" || o.kind === "Deployment") as DaemonSetDoc[];
+    assert.deepEqual(workloads.map((w) => w.kind).sort(), ["DaemonSet", "Deployment"]);
+    for (const w of workloads) assert.deepEqual(podSecurityRestrictedViolations(w.spec.template.spec), [], `${w.kind} ${w.metadata.name}`);
+  });
+
   test("an overlay into another namespace moves every namespaced object and the sidecar's RBAC subjects", () => {
     const moved = renderOverlay({ namespace: "storage-healer", resources: [""] });
     for (const o of moved) if (!clusterScoped.has(o.kind)) assert.equal(o.metadata.namespace, "storage-healer", `${o.kind} ${o.metadata.name}`);
@@ -155,7 +171,7 @@ describe("deploy/ layout", { skip }, () => {
     assert.ok(sidecar.args?.includes("--require-tls-files"));
     assert.equal(names(controllerPlugin, "Namespace").length, 0);
     for (const b of bindings(controllerPlugin)) {
-      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: "csi-addons-system" }]);
+      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: readKustomization("examples/controller-plugin").namespace }]);
     }
     const role = findOne(controllerPlugin, "Role") as K8sObject & { rules: Rule[] };
     const lease = role.rules.find((r) => r.resources.includes("leases"));
@@ -306,10 +322,11 @@ describe("RBAC", { skip }, () => {
 
   test("every role of base/ is bound to the sidecar's ServiceAccount only", () => {
     const ruleCount = base.filter((o) => o.kind.endsWith("Role")).reduce((n, o) => n + ((o as { rules?: unknown[] }).rules?.length ?? 0), 0);
-    const baseRules = loadRbacRules([...base, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sidecarServiceAccount, namespace: "csi-addons-system" } }].map((doc) => ({ file: "base", doc })));
+    const namespace = readKustomization("base").namespace!;
+    const baseRules = loadRbacRules([...base, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sidecarServiceAccount, namespace } }].map((doc) => ({ file: "base", doc })));
     assert.equal(baseRules.namespaced.length + baseRules.cluster.length, ruleCount, "a Role or ClusterRole of base/ is not bound to the sidecar");
     for (const b of bindings(base)) {
-      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: sidecarServiceAccount, namespace: "csi-addons-system" }]);
+      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: sidecarServiceAccount, namespace }]);
     }
   });
 

@@ -9,7 +9,7 @@ export interface Container {
   command?: string[];
   args?: string[];
   env?: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
-  ports?: { name?: string; containerPort: number }[];
+  ports?: { name?: string; containerPort: number; hostPort?: number }[];
   volumeMounts?: { name: string; mountPath: string; readOnly?: boolean; mountPropagation?: string }[];
   livenessProbe?: { httpGet?: { path: string; port: string | number } };
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
@@ -39,9 +39,12 @@ export interface PodSpec {
   automountServiceAccountToken?: boolean;
   hostNetwork?: boolean;
   hostPID?: boolean;
+  hostIPC?: boolean;
   nodeSelector?: Record<string, string>;
   priorityClassName?: string;
-  securityContext?: { fsGroup?: number };
+  tolerations?: unknown[];
+  securityContext?: { fsGroup?: number; runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type: string } };
+  initContainers?: Container[];
   containers: Container[];
   volumes: Volume[];
 }
@@ -215,3 +218,36 @@ export const SIDECAR_FLAGS = new Set([
   "auth-audience", "auth-verb", "auth-group", "auth-resource", "auth-cache-ttl", "tls-cert-file", "tls-key-file",
   "require-tls-files", "shutdown-grace", "secret-cache-ttl",
 ]);
+
+/** The volume types Pod Security "restricted" allows (every other one, hostPath first, is refused). */
+const RESTRICTED_VOLUMES = new Set(["configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"]);
+
+/**
+ * What the Pod Security admission's "restricted" level (which includes "baseline") would refuse in
+ * this pod spec, one line per violation; [] = admitted. The rules of the Kubernetes Pod Security
+ * Standards that the manifests here can break: host namespaces and ports, privileged, capabilities,
+ * volume types, non-root, seccomp, privilege escalation.
+ */
+export function podSecurityRestrictedViolations(pod: PodSpec): string[] {
+  const out: string[] = [];
+  for (const f of ["hostNetwork", "hostPID", "hostIPC"] as const) if (pod[f] === true) out.push(`${f}: true`);
+  const podSc = pod.securityContext ?? {};
+  for (const v of pod.volumes ?? []) {
+    const type = Object.keys(v).find((k) => k !== "name");
+    if (!type || !RESTRICTED_VOLUMES.has(type)) out.push(`volume ${v.name}: ${type}`);
+  }
+  const seccompOk = (t?: string) => t === "RuntimeDefault" || t === "Localhost";
+  if (podSc.runAsUser === 0) out.push("pod runAsUser: 0");
+  for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+    const sc = c.securityContext ?? {};
+    if (sc.privileged === true) out.push(`${c.name}: privileged`);
+    if (sc.allowPrivilegeEscalation !== false) out.push(`${c.name}: allowPrivilegeEscalation is not false`);
+    if (!sc.capabilities?.drop?.includes("ALL")) out.push(`${c.name}: capabilities do not drop ALL`);
+    for (const cap of sc.capabilities?.add ?? []) if (cap !== "NET_BIND_SERVICE") out.push(`${c.name}: adds capability ${cap}`);
+    if ((sc.runAsNonRoot ?? podSc.runAsNonRoot) !== true) out.push(`${c.name}: runAsNonRoot is not true`);
+    if (sc.runAsUser === 0) out.push(`${c.name}: runAsUser: 0`);
+    if (!seccompOk(sc.seccompProfile?.type ?? podSc.seccompProfile?.type)) out.push(`${c.name}: no RuntimeDefault or Localhost seccomp profile`);
+    for (const p of c.ports ?? []) if (p.hostPort) out.push(`${c.name}: hostPort ${p.hostPort}`);
+  }
+  return out;
+}
