@@ -87,7 +87,7 @@ describe("core and storage resources", () => {
     assert.equal((await c.apps.readNamespacedDeployment({ namespace: "csi", name: owner.name })).metadata?.uid, d.metadata?.uid);
   });
 
-  test("strategic merge patch is accepted for built-in kinds (as a merge patch)", async () => {
+  test("strategic merge patch is accepted for built-in kinds", async () => {
     const n = await c.core.patchNode({ name: "node-1", body: { metadata: { labels: { zone: "b" } } } }, strategicPatch);
     assert.equal(n.metadata?.labels?.zone, "b");
   });

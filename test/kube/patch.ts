@@ -1,8 +1,9 @@
 // PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and, for built-in kinds only,
-// strategic merge patch approximated as a merge patch (see README). Custom resources refuse
+// strategic merge patch (strategic-merge.ts; see README). Custom resources refuse
 // strategic merge with 415, as the real server does; server-side apply is not implemented (415).
 import { clone, deepEqual, isObject, type Obj } from "./json.js";
 import { ApiError, badRequest, unsupportedMediaType } from "./status.js";
+import { strategicMerge } from "./strategic-merge.js";
 
 export const MERGE = "application/merge-patch+json";
 export const JSON_PATCH = "application/json-patch+json";
@@ -16,15 +17,6 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
   }
-  return out;
-}
-
-/** Drops strategic-merge directives ($patch, $setElementOrder/..., $retainKeys, $deleteFromPrimitiveList/...). */
-function stripDirectives(p: unknown): unknown {
-  if (Array.isArray(p)) return p.map(stripDirectives);
-  if (!isObject(p)) return p;
-  const out: Obj = {};
-  for (const [k, v] of Object.entries(p)) if (!k.startsWith("$")) out[k] = stripDirectives(v);
   return out;
 }
 
@@ -97,7 +89,7 @@ export function applyPatch(current: Obj, body: unknown, contentType: string, cus
   let out: unknown;
   if (type === MERGE) out = mergePatch(current, body);
   else if (type === JSON_PATCH) out = jsonPatch(current, body);
-  else if (type === STRATEGIC && !custom) out = mergePatch(current, stripDirectives(body));
+  else if (type === STRATEGIC && !custom) out = strategicMerge(current, body);
   else throw unsupportedMediaType(type, type === APPLY ? accepted.filter((t) => t !== APPLY) : accepted);
   if (!isObject(out)) throw badRequest("the server rejected our request due to an error in our request: patch did not produce an object");
   return out;
