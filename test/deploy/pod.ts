@@ -216,7 +216,8 @@ export const SIDECAR_FLAGS = new Set([
   "csi-addons-address", "node-id", "pod", "namespace", "pod-uid", "controller-port", "controller-ip", "stagingpath",
   "timeout", "http-endpoint", "kubeconfig", "max-inflight", "max-queue", "log-level", "log-format", "enable-auth",
   "auth-audience", "auth-verb", "auth-group", "auth-resource", "auth-cache-ttl", "tls-cert-file", "tls-key-file",
-  "require-tls-files", "shutdown-grace", "secret-cache-ttl",
+  "require-tls-files", "shutdown-grace", "secret-cache-ttl", "leader-election-namespace", "leader-election-lease-duration",
+  "leader-election-renew-deadline", "leader-election-retry-period",
 ]);
 
 /** The volume types Pod Security "restricted" allows (every other one, hostPath first, is refused). */

@@ -1,21 +1,22 @@
 // deploy/README.md section 4, "Adding the sidecar to your driver", followed as a new user would:
 // the commands are taken from the README (the test fails if one is not there verbatim) and run
 // from the repository's root with kubectl, against the in-memory API server started as
-// `npm run kube-api` would start it, seeded with a Ceph-CSI-like node plugin
-// (test/deploy/fixtures/csi-rbdplugin.yaml). What the in-memory server cannot take is said where
+// `npm run kube-api` would start it, seeded with Ceph-CSI's own RBD node plugin
+// (../shared/reference/ceph-csi, in the namespace ceph-csi). What the in-memory server cannot take is said where
 // it happens: it serves no rbac.authorization.k8s.io, so step 2's `kubectl apply -k` is checked by
 // rendering the same kustomization (its objects are validated in manifests.test.ts).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { startTs, type Proc } from "../support/proc.js";
+import { startTs, tempDir, type Proc } from "../support/proc.js";
+import { CEPH_EXAMPLES, driverAddonsEndpoint, noCephCsi, readCephManifest, socketInVolume, upstreamWorkload } from "./ceph-csi.js";
 import { deployDir, findOne, noKubectl, parseYamlDocuments, renderOverlay, repoRoot, type K8sObject } from "./load.js";
-import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, flagsOf, mountOf, volumeOf, type DaemonSetDoc } from "./pod.js";
+import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, flagsOf, volumeOf, type Container, type DaemonSetDoc } from "./pod.js";
 import { validateStrict } from "./validate.js";
 
-const fixture = join(repoRoot, "test/deploy/fixtures/csi-rbdplugin.yaml");
+const rbd = CEPH_EXAMPLES.find((e) => e.dir === "examples/ceph-csi-rbd")!;
 const readme = readFileSync(join(deployDir, "README.md"), "utf8");
 const section = readme.slice(readme.indexOf("## 4. Adding the sidecar to your driver"), readme.indexOf("## 5."));
 
@@ -29,11 +30,11 @@ function step(line: string, kubeconfig?: string): string {
 }
 
 const RBAC = "kubectl kustomize deploy/examples/ceph-csi-rbd/";
-const PATCH = "kubectl -n ceph-csi patch daemonset csi-rbdplugin --type json --patch-file deploy/examples/ceph-csi-rbd/sidecar-patch.yaml";
-const TOKEN = "kubectl -n ceph-csi patch daemonset csi-rbdplugin --type json --patch-file deploy/examples/ceph-csi-rbd/token-patch.yaml";
+const PATCH = "kubectl -n ceph-csi patch daemonset csi-rbdplugin --patch-file deploy/examples/ceph-csi-rbd/sidecar-patch.yaml";
+const TOKEN = "kubectl -n ceph-csi patch daemonset csi-rbdplugin --patch-file deploy/examples/ceph-csi-rbd/token-patch.yaml";
 const GET = ["-n", "ceph-csi", "get", "daemonset", "csi-rbdplugin", "-o", "json"];
 
-describe("deploy/README.md: adding the sidecar to a Ceph-CSI-like driver", { skip: noKubectl }, () => {
+describe("deploy/README.md: adding the sidecar to Ceph-CSI's RBD node plugin", { skip: noKubectl || noCephCsi }, () => {
   let api: Proc;
   let kubeconfig = "";
   const live = (): DaemonSetDoc => {
@@ -41,14 +42,18 @@ describe("deploy/README.md: adding the sidecar to a Ceph-CSI-like driver", { ski
     assert.equal(r.status, 0, r.stderr);
     return JSON.parse(r.stdout) as DaemonSetDoc;
   };
-  const original = parseYamlDocuments(readFileSync(fixture, "utf8"), "fixture").find((o) => (o as K8sObject).kind === "DaemonSet") as DaemonSetDoc;
+  const original = noCephCsi ? ({} as DaemonSetDoc) : upstreamWorkload(rbd);
   /** The later steps start from step 4's patch, whether or not its test ran (a test run by name). */
   const afterStep4 = () => {
     if (!live().spec.template.spec.containers.some((c) => c.name === "csi-addons-healer")) step(PATCH, kubeconfig);
   };
 
   before(async () => {
-    api = startTs("test/kube/cli.ts", ["--port", "0", "--seed", fixture]);
+    // Ceph-CSI's DaemonSet as its manifest ships it, moved into ceph-csi (it says "default").
+    const seed = join(tempDir("walkthrough-"), "csi-rbdplugin.json");
+    const ds = findOne(renderOverlay({ namespace: "ceph-csi", resources: ["./upstream.yaml"] }, { "upstream.yaml": readCephManifest(rbd.manifest) }), "DaemonSet");
+    writeFileSync(seed, JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ceph-csi" } }, ds] }));
+    api = startTs("test/kube/cli.ts", ["--port", "0", "--seed", seed]);
     await api.waitForOutput(/kubeconfig: \S+\n/, 30_000);
     kubeconfig = /kubeconfig: (\S+)/.exec(api.stdout())![1]!;
   });
@@ -71,9 +76,11 @@ describe("deploy/README.md: adding the sidecar to a Ceph-CSI-like driver", { ski
     assert.deepEqual(validateStrict(ds as K8sObject), [], "the patched DaemonSet has unknown fields");
     const pod = ds.spec.template.spec;
     const before = original.spec.template.spec;
+    // kubectl patch (the API server's strategic merge) keeps the DaemonSet's order and adds the sidecar last.
     assert.deepEqual(pod.containers.map((c) => c.name), [...before.containers.map((c) => c.name), "csi-addons-healer"]);
     assert.deepEqual(containerOf(pod, "driver-registrar"), containerOf(before, "driver-registrar"));
     assert.deepEqual(containerOf(pod, "liveness-prometheus"), containerOf(before, "liveness-prometheus"));
+    assert.deepEqual(containerOf(pod, "csi-rbdplugin").args, containerOf(before, "csi-rbdplugin").args);
     assert.equal(pod.serviceAccountName, before.serviceAccountName, "the pod keeps the driver's ServiceAccount");
 
     const sidecar = containerOf(pod, "csi-addons-healer");
@@ -81,30 +88,39 @@ describe("deploy/README.md: adding the sidecar to a Ceph-CSI-like driver", { ski
     for (const f of flags.keys()) assert.ok(SIDECAR_FLAGS.has(f), `unknown sidecar flag --${f}`);
     assertHardened(sidecar, { root: true });
 
-    // The driver's last --csi-addons-endpoint (Go's flag package keeps the last) is the sidecar's address.
-    const driver = containerOf(pod, "csi-rbdplugin");
-    const endpoint = driver.args!.filter((a) => a.startsWith("--csi-addons-endpoint=")).at(-1)!.split("=")[1]!;
-    assert.equal(endpoint, flags.get("csi-addons-address"));
-    const socket = endpoint.replace(/^unix:\/\//, "");
-    const [s, d] = [mountOf(sidecar, socket), mountOf(driver, socket)];
-    assert.equal(s.name, d.name);
-    assert.ok(volumeOf(pod, s.name).emptyDir, "the CSI-Addons socket is in a pod-local emptyDir, not on the host");
-    assert.ok(!pod.containers.some((c) => c !== driver && c !== sidecar && c.volumeMounts?.some((m) => m.name === s.name)));
+    // The socket the driver serves (its --csi-addons-endpoint=$(CSI_ADDONS_ENDPOINT)) is the one the sidecar dials.
+    const served = socketInVolume(pod, "csi-rbdplugin", driverAddonsEndpoint(containerOf(pod, "csi-rbdplugin")));
+    assert.deepEqual(socketInVolume(pod, "csi-addons-healer", flags.get("csi-addons-address")!), served);
+    assert.ok(volumeOf(pod, served.volume).emptyDir, "the CSI-Addons socket is in a pod-local emptyDir, not on the host");
+    assert.ok(!pod.containers.some((c) => c.name !== "csi-rbdplugin" && c !== sidecar && c.volumeMounts?.some((m) => m.name === served.volume)));
     // Ceph-CSI's other helpers keep their ports; ours do not collide with them (assertSidecarInPod).
     assert.ok(pod.hostNetwork);
   });
 
-  test("the same patch in the driver's own kustomization gives the same DaemonSet", () => {
+  test("the same patch in the driver's own kustomization gives the same DaemonSet (the sidecar beside the driver)", () => {
     const patched = findOne(
       renderOverlay(
-        { resources: ["./csi-rbdplugin.yaml"], patches: [{ path: "sidecar-patch.yaml", target: { kind: "DaemonSet", name: "csi-rbdplugin" } }] },
-        { "csi-rbdplugin.yaml": readFileSync(fixture, "utf8"), "sidecar-patch.yaml": readFileSync(join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml"), "utf8") },
+        { namespace: "ceph-csi", resources: ["./csi-rbdplugin.yaml"], patches: [{ path: "sidecar-patch.yaml" }] },
+        { "csi-rbdplugin.yaml": readCephManifest(rbd.manifest), "sidecar-patch.yaml": readFileSync(join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml"), "utf8") },
       ),
       "DaemonSet",
     ) as DaemonSetDoc;
     assert.ok(section.includes("path: sidecar-patch.yaml"));
     afterStep4();
-    assert.deepEqual(live().spec.template, patched.spec.template);
+    // kustomize puts the containers a patch names first (the driver, then the sidecar); the API
+    // server keeps the DaemonSet's order. Either way the same containers, volumes and the rest.
+    // The same holds for the lists inside a container (env by name, volume mounts by path).
+    const byName = <T extends { name: string }>(xs: T[]) => new Map(xs.map((x) => [x.name, x]));
+    const sorted = (c: Container) => ({
+      ...c,
+      env: c.env?.toSorted((a, b) => a.name.localeCompare(b.name)),
+      volumeMounts: c.volumeMounts?.toSorted((a, b) => a.mountPath.localeCompare(b.mountPath)),
+    });
+    const [l, k] = [live().spec.template, patched.spec.template];
+    assert.deepEqual(byName(l.spec.containers.map(sorted)), byName(k.spec.containers.map(sorted)));
+    assert.deepEqual(byName(l.spec.volumes), byName(k.spec.volumes));
+    assert.deepEqual({ ...l, spec: { ...l.spec, containers: [], volumes: [] } }, { ...k, spec: { ...k.spec, containers: [], volumes: [] } });
+    assert.deepEqual(k.spec.containers.map((c) => c.name), ["csi-rbdplugin", "csi-addons-healer", "driver-registrar", "liveness-prometheus"]);
   });
 
   test("step 5: for a driver without API access, the token goes to the sidecar only", () => {
@@ -118,13 +134,19 @@ describe("deploy/README.md: adding the sidecar to a Ceph-CSI-like driver", { ski
     assert.equal(flagsOf(containerOf(pod, "csi-addons-healer")).get("require-tls-files"), "true");
   });
 
-  test("a DaemonSet laid out otherwise is refused, not mis-patched", () => {
-    // A fresh object whose container 1 is not the driver: kubectl patch must fail on the test op.
-    const r = spawnSync(
-      "kubectl",
-      ["-n", "ceph-csi", "patch", "daemonset", "csi-rbdplugin", "--type", "json", "-p", JSON.stringify([{ op: "test", path: "/spec/template/spec/containers/1/name", value: "not-the-driver" }])],
-      { encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig } },
-    );
-    assert.notEqual(r.status, 0, "a failing JSON-patch test op must fail the patch");
+  test("a DaemonSet laid out otherwise gets the same patch: containers are found by name, not position", () => {
+    // The driver last instead of first, in a namespace of its own.
+    const r = (args: string[], input?: string) => spawnSync("kubectl", args, { encoding: "utf8", input, env: { ...process.env, KUBECONFIG: kubeconfig } });
+    const moved = structuredClone(original);
+    moved.metadata = { name: "csi-rbdplugin", namespace: "ceph-csi-reordered" };
+    moved.spec.template.spec.containers.reverse();
+    const created = r(["create", "-f", "-"], "---\n" + [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ceph-csi-reordered" } }, moved].map((o) => JSON.stringify(o)).join("\n---\n"));
+    assert.equal(created.status, 0, created.stderr);
+    const p = r(["-n", "ceph-csi-reordered", "patch", "daemonset", "csi-rbdplugin", "--patch-file", join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml")]);
+    assert.equal(p.status, 0, p.stderr);
+    const pod = (JSON.parse(r(["-n", "ceph-csi-reordered", "get", "daemonset", "csi-rbdplugin", "-o", "json"]).stdout) as DaemonSetDoc).spec.template.spec;
+    assert.deepEqual(pod.containers.map((c) => c.name), ["liveness-prometheus", "driver-registrar", "csi-rbdplugin", "csi-addons-healer"]);
+    const served = socketInVolume(pod, "csi-rbdplugin", driverAddonsEndpoint(containerOf(pod, "csi-rbdplugin")));
+    assert.deepEqual(socketInVolume(pod, "csi-addons-healer", flagsOf(containerOf(pod, "csi-addons-healer")).get("csi-addons-address")!), served);
   });
 });
