@@ -91,7 +91,7 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=deps /app/node_modules/ node_modules/
 COPY --from=build /out/driver-stub/ ./
-# The example DaemonSet runs it as root (a real driver mounts); it has no default user of its own.
+# It has no default user of its own: the example DaemonSet runs it as a non-root user it names.
 ENTRYPOINT ["node", "/app/bin/csi-addons-driver-stub.js"]
 
 # --- compile-cache: V8's compiled code for the programs' start-up ---------------------------------

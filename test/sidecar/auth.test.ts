@@ -23,7 +23,7 @@ import { NAMESPACE, pv, volumeAttachment } from "../support/fixtures.js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 
 const AUDIENCE = "csi-addons-healer";
-const HEALER_USER = "system:serviceaccount:csi-addons-system:healer-controller";
+const HEALER_USER = "system:serviceaccount:csi-addons-healer:healer-controller";
 const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
 const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const CSIADDONS = "csiaddons.openshift.io";
