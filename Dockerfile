@@ -50,7 +50,7 @@ RUN mkdir -p /out/sidecar/bin /out/sidecar/dist /out/compile-cache \
  && mkdir -p /out/driver-stub/bin /out/driver-stub/dist \
  && tar -cf - --exclude=proto/gen proto | tar -xf - -C /out/sidecar \
  && cp -r dist/csi-addons-sidecar*.mjs dist/csi-addons-healer-controller*.mjs dist/vendor /out/sidecar/dist/ \
- && cp bin/csi-addons-sidecar.js bin/csi-addons-healer-controller.js /out/sidecar/bin/ \
+ && cp bin/csi-addons-sidecar.js bin/csi-addons-healer-controller.js bin/heap-defaults.js /out/sidecar/bin/ \
  && cp package.json /out/sidecar/ \
  && cp -r dist/driver-stub dist/proto /out/driver-stub/dist/ \
  && cp bin/csi-addons-driver-stub.js /out/driver-stub/bin/ \
@@ -138,5 +138,7 @@ COPY --from=compile-cache --chown=65532:65532 /app/.compile-cache/ .compile-cach
 # 9070: controller gRPC (TLS); 9072: /healthz, /readyz, /metrics when --http-endpoint=:9072.
 EXPOSE 9070 9072
 USER 65532:65532
-# Distroless has no PATH lookup through a shell; its Node is /nodejs/bin/node.
+# Distroless has no PATH lookup through a shell; its Node is /nodejs/bin/node. No V8 flags here:
+# the command line would win over NODE_OPTIONS. Each bin/ script applies its program's heap caps
+# itself when neither NODE_OPTIONS nor the command line gives them (bin/heap-defaults.js).
 ENTRYPOINT ["/nodejs/bin/node", "/app/bin/csi-addons-sidecar.js"]

@@ -89,6 +89,55 @@ describe("the sidecar from the image's files", () => {
   });
 });
 
+/** deploy/'s V8 heap caps among a container's NODE_OPTIONS (the rest, e.g. --disable-warning, is no heap default). */
+const heapFlags = (flags: readonly string[]) => flags.filter((f) => /^--max-(old|semi)-space-size=/.test(f));
+
+/** What a start of `file --version` ends up running with: its pid, Node's flags, V8's heap limit. */
+function startedWith(nodeArgs: readonly string[], file: string, nodeOptions: string | undefined) {
+  // Through --import, which a replaced start keeps: the report comes from the process that ran the program.
+  const hook = `data:text/javascript,${encodeURIComponent(`const v8 = await import("node:v8"); process.on("exit", () => console.error(JSON.stringify({ pid: process.pid, execArgv: process.execArgv, heapLimit: v8.getHeapStatistics().heap_size_limit })));`)}`;
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: nodeOptions };
+  if (nodeOptions === undefined) delete env["NODE_OPTIONS"];
+  const r = spawnSync(process.execPath, [...nodeArgs, "--import", hook, file, "--version"], { encoding: "utf8", env });
+  assert.equal(r.status, 0, r.stderr);
+  const line = r.stderr.split("\n").find((l) => l.startsWith("{"));
+  assert.ok(line, r.stderr);
+  const seen = JSON.parse(line) as { pid: number; execArgv: string[]; heapLimit: number };
+  return { ...seen, spawnedPid: r.pid };
+}
+
+describe("the image's entry points carry deploy/'s heap caps, and NODE_OPTIONS overrides them", () => {
+  test("the ENTRYPOINT and deploy/'s controller command give Node no V8 flag (one there would win over NODE_OPTIONS)", () => {
+    assert.deepEqual(entrypoint.filter((a) => a.startsWith("--")), []);
+    assert.deepEqual(controllerCommand().filter((a) => a.startsWith("--")), []);
+  });
+
+  for (const [program, deployFlags] of [
+    ["sidecar", SIDECAR_NODE_FLAGS],
+    ["controller", CONTROLLER_NODE_FLAGS],
+  ] as const) {
+    test(`the ${program} started as the image starts it, without NODE_OPTIONS: the heap of deploy/'s NODE_OPTIONS; NODE_OPTIONS still decides`, () => {
+      const file = program === "sidecar" ? bin : controllerBin;
+      const caps = heapFlags(deployFlags);
+      assert.equal(caps.length, 2, `deploy/ caps the ${program}'s old and young generations: ${deployFlags.join(" ")}`);
+      const asDeployed = startedWith([], file, caps.join(" "));
+      assert.deepEqual(asDeployed.execArgv.filter((f) => f !== "--import" && !f.startsWith("data:")), [], "NODE_OPTIONS gives them: started once, as it was");
+
+      const bare = startedWith([], file, undefined);
+      assert.equal(bare.pid, bare.spawnedPid, "replaced in place (same pid: the container's process), not a child");
+      assert.deepEqual(heapFlags(bare.execArgv).sort(), [...caps].sort());
+      assert.equal(bare.heapLimit, asDeployed.heapLimit, "the same V8 heap limit as under deploy/'s NODE_OPTIONS");
+
+      // A bigger old space through NODE_OPTIONS wins; the young generation keeps its default cap.
+      const bigger = startedWith([], file, "--max-old-space-size=400");
+      const expected = startedWith(["--max-old-space-size=400", caps.find((f) => f.startsWith("--max-semi"))!], file, undefined);
+      assert.deepEqual(heapFlags(bigger.execArgv), caps.filter((f) => f.startsWith("--max-semi")));
+      assert.equal(bigger.heapLimit, expected.heapLimit);
+      assert.ok(bigger.heapLimit > asDeployed.heapLimit + 200 * 1024 ** 2, `${bigger.heapLimit} vs ${asDeployed.heapLimit}`);
+    });
+  }
+});
+
 describe("the image's compile cache", () => {
   for (const [program, flags, bundle] of [
     ["sidecar", SIDECAR_NODE_FLAGS, COMPILED_SIDECAR],
