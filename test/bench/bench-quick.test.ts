@@ -59,6 +59,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +process start -> SERVING \(driver already up\), median of 2 starts +[\d.]+ ms +<= 300 ms +(yes|NO) +- +-$/m);
   assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
   assert.match(stdout, /^ +under deploy\/'s settings: NODE_OPTIONS="--max-old-space-size=\d+/m);
+  assert.match(stdout, /^ +and as the image starts the sidecar in a pod that sets no NODE_OPTIONS: its ENTRYPOINT script alone, NODE_OPTIONS unset$/m);
   assert.match(stdout, /^5\. Issue 12 targets, this run, the soak included \(met: \d+ of 13\)/m);
   for (const row of ["Kubernetes API requests per repeated health check", "driver back -> SERVING", "soak: calls answered / sent"]) {
     assert.match(stdout, new RegExp(`^  ${row}.* (yes|NO) +- +-$`, "m"), row);
@@ -115,11 +116,15 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.equal(r.restartHeal.oneNode.fleet.nodes, 1);
   assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
 
-  // Overload under deploy/'s memory settings: every call answered, alive, below the limit.
-  assert.ok(r.overload.calls >= r.overload.callers, `every caller answered at least once: ${r.overload.calls}`);
-  assert.deepEqual(Object.keys(r.overload.outcomes).filter((k) => !["HEALED", "NOT_NEEDED", "RESOURCE_EXHAUSTED"].includes(k)), []);
-  assert.ok(r.overload.survived);
-  assert.ok(Math.max(r.overload.hwmBytes, r.overload.peakRssBytes) < r.overload.limitBytes && r.overload.limitBytes > 0);
+  // Overload under deploy/'s memory settings, and as the image starts the sidecar without
+  // NODE_OPTIONS: every call answered, alive, below deploy/'s limit.
+  assert.equal(r.overloadImage.nodeOptions, "");
+  for (const o of [r.overload, r.overloadImage]) {
+    assert.ok(o.calls >= o.callers, `every caller answered at least once: ${o.calls}`);
+    assert.deepEqual(Object.keys(o.outcomes).filter((k) => !["HEALED", "NOT_NEEDED", "RESOURCE_EXHAUSTED"].includes(k)), []);
+    assert.ok(o.survived);
+    assert.ok(Math.max(o.hwmBytes, o.peakRssBytes) < o.limitBytes && o.limitBytes > 0);
+  }
   assert.equal(typeof r.apiRequestsPerRepeatedCheck, "number");
   assert.ok(r.soak.sent > 0 && r.soak.answered === r.soak.sent, `soak: every call answered (${r.soak.answered} of ${r.soak.sent})`);
   assert.ok(r.soak.driverRestarts >= 1 && r.reconnectMs !== null, "the soak restarted the driver and timed the reconnect");

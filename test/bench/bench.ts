@@ -34,6 +34,7 @@ import { maxOverlap, runLoad, summarize, timedLoad, turns, type TimedLoad } from
 import { readCpuMs, readMemory, sampleMemory } from "./memory.js";
 import { overloadEnv, sustainedOverload } from "./overload.js";
 import { renderTables, type Results, type Startup } from "./report.js";
+import { IMAGE_ENTRY_SCRIPT } from "./image.js";
 import { renderTargets } from "./report-targets.js";
 import { repeatedCheckCost } from "./repeated.js";
 import { soak } from "./soak.js";
@@ -147,9 +148,9 @@ function startup(s: SidecarProcess): Startup {
   };
 }
 
-async function startSidecar(stack: Stack, name: string, args: string[], env?: NodeJS.ProcessEnv): Promise<{ sidecar: SidecarProcess; client: VolumeHealerClient }> {
+async function startSidecar(stack: Stack, name: string, args: string[], env?: NodeJS.ProcessEnv, build: "compiled" | "image" = "compiled"): Promise<{ sidecar: SidecarProcess; client: VolumeHealerClient }> {
   if (cleanup.interrupted) throw new Error("interrupted");
-  const sidecar = await spawnSidecar({ build: "compiled", driverSocket: stack.stub.addonsSocket, kubeconfig: stack.kube.kubeconfig, logFile: join(stack.dir, `${name}.log`), args, env });
+  const sidecar = await spawnSidecar({ build, driverSocket: stack.stub.addonsSocket, kubeconfig: stack.kube.kubeconfig, logFile: join(stack.dir, `${name}.log`), args, env });
   cleanup.add(`sidecar (${name})`, () => sidecar.stop());
   progress(`  ${name}: pid ${sidecar.pid}, log ${sidecar.logFile}`);
   await sidecar.waitReadyz(200);
@@ -400,18 +401,28 @@ async function burstThroughGrpcJsRelay(stub: DriverStub, size: Size): Promise<Re
   }
 }
 
-/** 4. Sustained overload with deploy/'s memory settings (overload.ts says what must hold). */
-async function overload(stack: Stack, size: Size): Promise<Results["overload"]> {
+/**
+ * 4. Sustained overload (overload.ts says what must hold), twice: with deploy/'s NODE_OPTIONS, then
+ * as the image starts the sidecar in a pod that sets none (its ENTRYPOINT script, no NODE_OPTIONS at
+ * all): both within deploy/'s memory limit.
+ */
+async function overload(stack: Stack, size: Size): Promise<Pick<Results, "overload" | "overloadImage">> {
   const o = size.overload;
   progress(`4/5 sustained overload: ${o.callers} callers looping for ${o.seconds} s, heals of ${o.healDelayMs} ms, deploy/'s memory settings`);
-  stack.stub.setState(stubState(size.volumes, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: o.healDelayMs }));
   const { env, limits } = overloadEnv();
+  const run = async (name: string, build: "compiled" | "image", runEnv: NodeJS.ProcessEnv, nodeOptions: string) => {
+    stack.stub.setState(stubState(size.volumes, { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: o.healDelayMs }));
+    const { sidecar, client } = await startSidecar(stack, name, [], runEnv, build);
+    client.close();
+    const result = await sustainedOverload(sidecar, { ...limits, nodeOptions }, o, size.volumes);
+    await sidecar.stop();
+    return result;
+  };
   progress(`  NODE_OPTIONS="${limits.nodeOptions}", memory limit ${limits.limit} (deploy/${limits.files.join(", deploy/")})`);
-  const { sidecar, client } = await startSidecar(stack, "sidecar-overload", [], env);
-  client.close();
-  const result = await sustainedOverload(sidecar, limits, o, size.volumes);
-  await sidecar.stop();
-  return result;
+  const deployed = await run("sidecar-overload", "compiled", env, limits.nodeOptions);
+  progress(`  again as the image starts it: node ${IMAGE_ENTRY_SCRIPT}, no NODE_OPTIONS at all`);
+  const image = await run("sidecar-overload-image", "image", { NODE_OPTIONS: undefined }, "");
+  return { overload: deployed, overloadImage: image };
 }
 
 async function main(): Promise<number> {
@@ -472,7 +483,7 @@ async function main(): Promise<number> {
     burst: burst.burst,
     memory: { ...burst.memory, bareRelayIdleRssBytes: relay.idleRssBytes.bare, grpcJsRelayIdleRssBytes: relay.idleRssBytes.grpcJs },
     startup: { relaySidecar: relay.startup, burstSidecar: burst.startup, repeated: started },
-    overload: overloaded,
+    ...overloaded,
     restartHeal: restart,
     controllerQueue,
     controllerScale,

@@ -16,6 +16,17 @@ export const SIDECAR_NODE_FLAGS: readonly string[] = readDeployLimits("sidecar")
 /** The V8 flags deploy/ gives the healer controller's container. */
 export const CONTROLLER_NODE_FLAGS: readonly string[] = readDeployLimits("controller").nodeOptions.split(/\s+/).filter(Boolean);
 
+/**
+ * The sidecar image's ENTRYPOINT script as a path in the repository (the image's /app is laid out
+ * as the repository is), run with no V8 flags of its own, as the ENTRYPOINT runs it.
+ */
+export const IMAGE_ENTRY_SCRIPT: string = (() => {
+  const entry = readStages(DOCKERFILE).at(-1)!.steps.filter((s) => s.op === "ENTRYPOINT").at(-1);
+  const script = entry ? (JSON.parse(entry.args) as string[]).find((a) => a.startsWith("/app/")) : undefined;
+  if (!script) throw new Error("the Dockerfile's sidecar stage has no ENTRYPOINT running a script under /app");
+  return script.slice("/app/".length);
+})();
+
 /** The sidecar stage's ENV instructions (the last stage is the sidecar image). */
 const IMAGE_ENV: Readonly<Record<string, string>> = Object.fromEntries(
   readStages(DOCKERFILE)

@@ -1,6 +1,7 @@
 // 4. Sustained overload under deploy/'s memory settings: many callers, each sending HealVolume again
 // as soon as it is answered, for a fixed time, against slow heals, through the default
-// --max-inflight and --max-queue, with the sidecar started with the NODE_OPTIONS deploy/ gives it.
+// --max-inflight and --max-queue, with the sidecar started with the NODE_OPTIONS deploy/ gives it,
+// and again as the image starts it in a pod that sets none (bench.ts runs both).
 // What must hold: every call answered (a heal result, or RESOURCE_EXHAUSTED past the queue), the process
 // alive and ready afterwards, and its resident memory below deploy/'s container limit throughout.
 import * as grpc from "@grpc/grpc-js";

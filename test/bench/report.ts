@@ -79,7 +79,10 @@ export interface Results {
   controllerQueue: QueueScale;
   /** The controller's memory with a large cluster in its informers (controller-scale.ts). */
   controllerScale: ControllerScale;
+  /** Under deploy/'s NODE_OPTIONS. */
   overload: OverloadResult;
+  /** The same, the sidecar started as the image starts it with no NODE_OPTIONS (nodeOptions ""). */
+  overloadImage: OverloadResult;
   /** API requests per GetVolumeHealth of a volume already checked (see repeated.ts). */
   apiRequestsPerRepeatedCheck: number;
   repeatedCheck: RepeatedCheckCost;
@@ -152,14 +155,20 @@ export function renderTables(r: Results): string {
     ["the burst's sidecar: process start -> SERVING", ms(r.startup.burstSidecar.processStartToServingMs)],
   ];
   const o = r.overload;
-  const overloadRows = [
-    ["calls answered", `${o.calls.toLocaleString("en-US")}: ${Object.entries(o.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`],
-    [`peak RSS (${o.samples} samples)`, MiB(o.peakRssBytes)],
-    ["VmHWM (high-water mark since start)", MiB(o.hwmBytes)],
-    ["deploy/ container memory limit", `${MiB(o.limitBytes)} (${o.limit})`],
-    ["highest of the two / limit", `${((Math.max(o.hwmBytes, o.peakRssBytes) / o.limitBytes) * 100).toFixed(0)}%`],
-    ["alive and ready afterwards", o.survived ? "yes" : "no"],
+  const oi = r.overloadImage;
+  const overloadColumn = (x: OverloadResult) => [
+    `${x.calls.toLocaleString("en-US")}: ${Object.entries(x.outcomes).map(([k, n]) => `${n} ${k}`).join(", ")}`,
+    `${MiB(x.peakRssBytes)} (${x.samples} samples)`,
+    MiB(x.hwmBytes),
+    `${MiB(x.limitBytes)} (${x.limit})`,
+    `${((Math.max(x.hwmBytes, x.peakRssBytes) / x.limitBytes) * 100).toFixed(0)}%`,
+    x.survived ? "yes" : "no",
   ];
+  const overloadColumns = [o, oi].map(overloadColumn);
+  const overloadRows = ["calls answered", "peak RSS", "VmHWM (high-water mark since start)", "deploy/ container memory limit", "highest of the two / limit", "alive and ready afterwards"].map((measure, i) => [
+    measure,
+    ...overloadColumns.map((c) => c[i]!),
+  ]);
   const m = r.machine;
   return [
     `csi-addons-healer bench (${r.mode}), ${r.timestamp}`,
@@ -186,6 +195,7 @@ export function renderTables(r: Results): string {
     "",
     `4. Sustained overload: ${o.callers} callers each sending HealVolume(ALWAYS) again as soon as answered, for ${o.seconds} s, driver heal delay ${o.healDelayMs} ms, default --max-inflight/--max-queue`,
     `   under deploy/'s settings: NODE_OPTIONS="${o.nodeOptions}", memory limit ${o.limit} (deploy/${o.deployFiles.join(", deploy/")})`,
-    formatTable(["measure", "sidecar"], overloadRows),
+    `   and as the image starts the sidecar in a pod that sets no NODE_OPTIONS: its ENTRYPOINT script alone, NODE_OPTIONS unset${oi.nodeOptions ? ` (given: ${oi.nodeOptions})` : ""}`,
+    formatTable(["measure", "deploy/'s NODE_OPTIONS", "no NODE_OPTIONS"], overloadRows),
   ].join("\n");
 }

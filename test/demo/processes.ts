@@ -2,7 +2,7 @@
 // (see logged-process.ts), and one place that stops everything that was started — in reverse
 // order, once, also on failure and on Ctrl-C.
 import { NAMESPACE, NODE, POD } from "../support/fixtures.js";
-import { SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS, imageEnv } from "../bench/image.js";
+import { IMAGE_ENTRY_SCRIPT, SIDECAR_BUNDLE, SIDECAR_NODE_FLAGS, imageEnv } from "../bench/image.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
 
 export { readLogLines, type LogLine } from "./logged-process.js";
@@ -15,8 +15,13 @@ export interface SidecarProcess extends LoggedProcess {
 }
 
 export interface SidecarSpawnOptions {
-  /** "source": sidecar/main.ts through tsx; "compiled": the bundle under the image's V8 flags and environment (what the image runs). */
-  build: "source" | "compiled";
+  /**
+   * "source": sidecar/main.ts through tsx; "compiled": the bundle under deploy/'s V8 flags in the
+   * image's environment (what the image runs in deploy/'s pods); "image": the image's ENTRYPOINT
+   * script in the image's environment and nothing else (what the image runs in a pod that sets no
+   * NODE_OPTIONS; pass NODE_OPTIONS: undefined in `env` to drop one of ours).
+   */
+  build: "source" | "compiled" | "image";
   driverSocket: string;
   kubeconfig: string;
   logFile: string;
@@ -48,8 +53,7 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
 export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProcess> {
   const p = await spawnLogged({
     what: "the sidecar",
-    // Compiled: the bundle under deploy/'s V8 flags in the image's environment, as the image runs it.
-    ...(o.build === "source" ? { entry: "sidecar/main.ts" } : { entry: SIDECAR_BUNDLE, nodeArgs: SIDECAR_NODE_FLAGS }),
+    ...(o.build === "source" ? { entry: "sidecar/main.ts" } : o.build === "image" ? { entry: IMAGE_ENTRY_SCRIPT } : { entry: SIDECAR_BUNDLE, nodeArgs: SIDECAR_NODE_FLAGS }),
     args: localSidecarArgs(o),
     env: o.build === "source" ? o.env : { ...imageEnv(o.logFile), ...o.env },
     logFile: o.logFile,
