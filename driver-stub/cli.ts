@@ -79,7 +79,7 @@ export function parseArgs(argv: readonly string[]): Command {
       return { kind: flag };
     }
     if (!(VALUE_FLAGS as readonly string[]).includes(flag)) throw new UsageError(`unknown flag --${flag}`);
-    let value: string | undefined = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    const value: string | undefined = eq === -1 ? argv[++i] : arg.slice(eq + 1);
     // `--name --state x` is a forgotten value, not a driver called "--state".
     if (value === undefined || (eq === -1 && value.startsWith("--"))) throw new UsageError(`--${flag} needs a value`);
     if (value === "") throw new UsageError(`--${flag} must not be empty`);

@@ -142,7 +142,7 @@ async function bundleAll() {
     const outputs = Object.entries(metafile.outputs).filter(([file]) => file.endsWith(".mjs"));
     for (const [file] of outputs) {
       const text = readFileSync(join(root, file), "latin1");
-      const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\x00-\x7f]/.exec(text);
+      const nonAscii = process.env["BUNDLE_READABLE"] === undefined && /[^\p{ASCII}]/u.exec(text);
       if (nonAscii) {
         const around = text.slice(Math.max(0, nonAscii.index - 60), nonAscii.index + 20);
         throw new Error(`${file} is not ASCII-only (escape the character in the source): ...${around}...`);

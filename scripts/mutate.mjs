@@ -56,7 +56,7 @@ const OPERATORS = [
   [/ > /g, " <= ", "relational"],
   [/ && /g, " || ", "logical"],
   [/ \|\| /g, " && ", "logical"],
-  [/(?<=[\s(\[,])!(?=[\w$(.])/g, "", "negation"],
+  [/(?<=[\s([,])!(?=[\w$(.])/g, "", "negation"],
   [/\btrue\b/g, "false", "boolean"],
   [/\bfalse\b/g, "true", "boolean"],
   [/(?<![\w$.])\d[\d_]*(?:\.\d+)?(?![\w$])/g, (m) => (Number(m.replace(/_/g, "")) === 0 ? "1" : "0"), "constant"],
@@ -238,14 +238,18 @@ export function runTestFile(cwd, file, timeoutMs, namePattern) {
       timedOut = true;
       try {
         process.kill(-child.pid, "SIGKILL");
-      } catch {}
+      } catch {
+        // already gone
+      }
     }, timeoutMs);
     child.once("exit", (code) => {
       clearTimeout(timer);
       // Whatever the tests left running goes with the group.
       try {
         process.kill(-child.pid, "SIGKILL");
-      } catch {}
+      } catch {
+        // nothing left in the group
+      }
       rmSync(tmp, { recursive: true, force: true });
       const failed = [...out.matchAll(/^\s*not ok \d+ - (.*)$/gm)].map((m) => m[1]);
       const tests = Number(/^# tests (\d+)$/m.exec(out)?.[1] ?? 0);

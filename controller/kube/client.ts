@@ -13,7 +13,7 @@ import {
   type ConfigurationOptions,
   type V1Lease,
 } from "@kubernetes/client-node";
-import { KubeRequestError, type EventRecord, type KubeWrites, type StoredLease } from "./api.js";
+import { KubeRequestError, type KubeWrites, type StoredLease } from "./api.js";
 import { claimsOfPod } from "../../common/kube/pod-claims.js";
 import { jsonRequest } from "./json-request.js";
 import { httpStatusText } from "./status-text.js";

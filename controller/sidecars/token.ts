@@ -18,7 +18,7 @@ export class TokenFile {
         this.stamp = stamp;
       }
     } catch (err) {
-      if (!this.token) throw new Error(`cannot read --token-file ${this.path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+      if (!this.token) throw new Error(`cannot read --token-file ${this.path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`, { cause: err });
     }
     return this.token;
   }

@@ -9,9 +9,11 @@ import { KubeConfigError, tokenFile, type KubeEndpoint } from "./endpoint.js";
 /** The current context of a kubeconfig file: server, CA, token or client certificate. */
 export async function kubeconfigEndpoint(path: string): Promise<KubeEndpoint> {
   const text = readFileSync(path, "utf8");
+  /* eslint-disable @typescript-eslint/no-explicit-any -- a kubeconfig is free-form YAML, read by key and checked where used */
   const doc = (text.trimStart().startsWith("{") ? JSON.parse(text) : commonJs(await import("yaml")).parse(text)) as Record<string, any>;
   const base = dirname(path);
   const named = (list: unknown, name: string, what: string): Record<string, any> => {
+    /* eslint-enable @typescript-eslint/no-explicit-any */
     const hit = (Array.isArray(list) ? list : []).find((e: { name?: string }) => e?.name === name);
     if (!hit) throw new KubeConfigError(`kubeconfig ${path}: ${what} ${JSON.stringify(name)} not found`);
     return hit;

@@ -16,6 +16,7 @@ export interface TransportOptions extends Pick<H2Options, "pingEveryMs" | "pingT
   onHttp1?: (reason: string) => void;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- watch events carry objects of any kind; callers type what they read
 export type WatchEvent = { type: string; object: Record<string, any> };
 
 export class KubeTransport {

@@ -47,6 +47,7 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
     getVolumeHealth: unaryHandler(VolumeHealerService.getVolumeHealth.path, deps.healer.getVolumeHealth, middlewares, logger),
     healVolume: unaryHandler(VolumeHealerService.healVolume.path, deps.healer.healVolume, middlewares, logger),
   });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- handlers of one service have different request and response types
   const addUnary = (definition: grpc.ServiceDefinition, handlers: Record<string, Next<any, any>>) =>
     server.addService(
       definition,

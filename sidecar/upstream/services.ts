@@ -19,6 +19,7 @@ export interface ServedService {
   name: string;
   definition: grpc.ServiceDefinition;
   /** By the definition's method keys. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- handlers of one service have different request and response types
   handlers: Record<string, Next<any, any>>;
   /** Relative to proto/. */
   protoFile: string;

@@ -62,15 +62,15 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ +and as the image starts the sidecar in a pod that sets no NODE_OPTIONS: its ENTRYPOINT script alone, NODE_OPTIONS unset$/m);
   assert.match(stdout, /^5\. Issue 12 targets, this run, the soak included \(met: \d+ of 13\)/m);
   for (const row of ["Kubernetes API requests per repeated health check", "driver back -> SERVING", "soak: calls answered / sent"]) {
-    assert.match(stdout, new RegExp(`^  ${row}.* (yes|NO) +- +-$`, "m"), row);
+    assert.match(stdout, new RegExp(`^ {2}${row}.* (yes|NO) +- +-$`, "m"), row);
   }
   // The measures the two relays bound show what each measured beside them.
   for (const row of ["GetVolumeHealth p50, via sidecar / direct, 1 caller", "throughput at 64 callers, via sidecar / direct"]) {
-    assert.match(stdout, new RegExp(`^  ${row} .* (yes|NO) +[\\d.]+x +[\\d.]+x$`, "m"), row);
+    assert.match(stdout, new RegExp(`^ {2}${row} .* (yes|NO) +[\\d.]+x +[\\d.]+x$`, "m"), row);
   }
-  assert.match(stdout, /^  idle RSS .* (yes|NO) +[\d.]+ MiB +[\d.]+ MiB$/m);
-  assert.match(stdout, /^  heal-all burst, \d+ volumes, via sidecar \/ driver alone .* (yes|NO) +- +[\d.]+x$/m);
-  assert.match(stdout, /^  peak RSS in the \d+-volume burst .* (yes|NO) +- +[\d.]+ MiB$/m);
+  assert.match(stdout, /^ {2}idle RSS .* (yes|NO) +[\d.]+ MiB +[\d.]+ MiB$/m);
+  assert.match(stdout, /^ {2}heal-all burst, \d+ volumes, via sidecar \/ driver alone .* (yes|NO) +- +[\d.]+x$/m);
+  assert.match(stdout, /^ {2}peak RSS in the \d+-volume burst .* (yes|NO) +- +[\d.]+ MiB$/m);
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;

@@ -12,7 +12,6 @@ import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { restartDriverStub, startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { call } from "../support/grpc.js";
-import { waitFor } from "../support/wait.js";
 import { VolumeHealerNodeClient } from "../../proto/gen/healer/v1/healer.js";
 import type { VolumeSpec } from "../../driver-stub/state.js";
 import { CONTROLLER_USER, EVENTS_QUEUED_METRIC, HANDLED_RESTART, RESTART_METRIC, spawnController } from "../demo/controller-process.js";

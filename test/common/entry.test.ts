@@ -85,7 +85,9 @@ function exitOf(main: string): Promise<{ code: number | null; terminationLog: st
       let terminationLog = "";
       try {
         terminationLog = readFileSync(log, "utf8");
-      } catch {}
+      } catch {
+        // none written
+      }
       resolve({ code, terminationLog });
     });
   });

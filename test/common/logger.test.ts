@@ -3,7 +3,6 @@
 // depth the logger looks (code must still never log a secret value in the first place).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Writable } from "node:stream";
 import winston from "winston";
 import { createLogger } from "../../common/log/logger.js";
 

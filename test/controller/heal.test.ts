@@ -2,7 +2,6 @@
 // waiting for the sidecar, capability opt-in), with plain fakes for the sidecar connection.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as grpc from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import { WorkQueue, type WorkItem } from "../../controller/heal/queue.js";
 import { HealPass, type PassDeps } from "../../controller/heal/pass.js";
@@ -704,7 +703,7 @@ test("controller: a first sight is checked and its marker recorded but not timed
     [SIDECAR.key, patched[1], { HEALED: 2 }],
   ]);
   for (const l of done) assert.ok(typeof l["seconds"] === "number" && l["seconds"] >= 0 && l["seconds"] < 60, `seconds: ${String(l["seconds"])}`);
-  c.close();
+  await c.close();
   assert.equal(view.listenerCount("sidecar"), 0);
 });
 

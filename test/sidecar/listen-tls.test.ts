@@ -16,6 +16,7 @@ import { startTs, tempDir, type Proc } from "../support/proc.js";
 import { startSidecarProc, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
 import { authArgs, makeTlsFiles } from "./secure-sidecar.js";
+import type { HealthCheck } from "../support/grpc.js";
 
 const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 const REQUIRED = ["--node-id=n", "--pod=p", "--namespace=ns"];
@@ -24,7 +25,7 @@ const REQUIRED = ["--node-id=n", "--pod=p", "--namespace=ns"];
 function check(address: string): Promise<string> {
   const c = new HealthClient(address, grpc.credentials.createInsecure());
   return new Promise((resolve) =>
-    (c as unknown as { check: Function }).check({ service: "" }, { deadline: Date.now() + 5000 }, (err: Error | null, res: { status: string }) => {
+    (c as unknown as { check: HealthCheck }).check({ service: "" }, { deadline: Date.now() + 5000 }, (err: Error | null, res: { status: string }) => {
       c.close();
       resolve(err ? err.message : res.status);
     }),

@@ -426,7 +426,7 @@ async function watchDroppedThenFailing(n: number) {
 }
 
 test("a failed watch resumes from the last resourceVersion seen: the object not read or written again, and what the watch missed still seen", async () => {
-  const { m, callsOf } = await watchDroppedThenFailing(1);
+  const { callsOf } = await watchDroppedThenFailing(1);
   // Deleted while the watch is down (its retry waits 200 ms): only the resumed watch can tell.
   const uid = stored()!.metadata.uid;
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);

@@ -12,6 +12,7 @@ import { CSI_ADDONS_NODE_NAME, DAEMONSET, DAEMONSET_UID, NAMESPACE, POD } from "
 import { tempDir } from "../support/proc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
+import type { HealthCheck } from "../support/grpc.js";
 
 const CAN = "csiaddons.openshift.io/v1alpha1";
 const NEW_DAEMONSET_UID = "5f0c7c1e-1111-4a4a-9d9d-000000000099";
@@ -48,13 +49,13 @@ const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDef
 
 /** grpc.health.v1 Check with its `readiness` trailer. */
 async function healthWithReason(s: SidecarProc): Promise<{ status: string; readiness: string }> {
-  const client = new HealthClient(s.address, grpc.credentials.createInsecure()) as unknown as grpc.Client & { check: Function };
+  const client = new HealthClient(s.address, grpc.credentials.createInsecure()) as unknown as grpc.Client & { check: HealthCheck };
   try {
     let trailer!: Promise<grpc.Metadata>;
     const status = await new Promise<string>((resolve, reject) => {
       const call = client.check({ service: "" }, { deadline: Date.now() + 5000 }, (err: Error | null, res: { status: string }) =>
         err ? reject(err) : resolve(res.status),
-      ) as grpc.ClientUnaryCall;
+      );
       trailer = new Promise((r) => call.on("status", (st: grpc.StatusObject) => r(st.metadata)));
     });
     return { status, readiness: String((await trailer).get("readiness")[0] ?? "") };

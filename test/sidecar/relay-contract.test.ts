@@ -42,9 +42,6 @@ const heal = (pvName: string, mode = Mode.ALWAYS, deadlineMs?: number) => call(c
 /** The driver's call-log entries for a volume, optionally of one method. */
 const driverCalls = (volumeId: string, method?: string): CallLogEntry[] => stub.calls({ server: "addons", volumeId, method });
 
-function setVolume(id: string, v: Record<string, unknown>): void {
-  stub.updateState((s) => ({ ...s, volumes: { ...s.volumes, [id]: v } }));
-}
 
 describe("relay contract, seen from the driver", () => {
   before(async () => {

@@ -9,6 +9,7 @@ import { service as healthService } from "grpc-health-check";
 import { generate } from "selfsigned";
 import type { KubeApi } from "../kube/index.js";
 import { NAMESPACE } from "../support/fixtures.js";
+import type { HealthCheck } from "../support/grpc.js";
 
 /** The audience the sidecar's callers' tokens must carry (--auth-audience). */
 export const AUDIENCE = "csi-addons-healer";
@@ -66,7 +67,7 @@ const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDef
 export function checkHealth(address: string, creds: grpc.ChannelCredentials, options: grpc.ChannelOptions = {}, service = ""): Promise<string> {
   const c = new HealthClient(address, creds, options);
   return new Promise<string>((resolve) =>
-    (c as unknown as { check: Function }).check({ service }, { deadline: Date.now() + 3000 }, (err: Error | null, res: { status: string }) => {
+    (c as unknown as { check: HealthCheck }).check({ service }, { deadline: Date.now() + 3000 }, (err: Error | null, res: { status: string }) => {
       c.close();
       resolve(err ? "" : res.status);
     }),

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { waitFor } from "../support/wait.js";
 import { GetVolumeReplicationInfoResponse_Status as ReplicationStatus } from "../../proto/gen/proto/replication.js";
 import { codeName, type Outcome } from "../support/grpc.js";
-import { NAMESPACE, pv, secret } from "../support/fixtures.js";
+import { pv, secret } from "../support/fixtures.js";
 import { bytes } from "../wire/vectors.js";
 import { logged, upstreamFixture } from "./upstream-harness.js";
 

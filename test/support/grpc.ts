@@ -1,6 +1,13 @@
 // Promise wrappers for generated grpc-js clients, for tests acting as the healer controller.
 import * as grpc from "@grpc/grpc-js";
 
+/** grpc.health.v1.Health/Check on a client made with makeClientConstructor (which has no typed methods). */
+export type HealthCheck = (
+  req: { service: string },
+  opts: { deadline: number },
+  cb: (err: Error | null, res: { status: string }) => void,
+) => grpc.ClientUnaryCall;
+
 export type Outcome<T> = { ok: true; value: T } | { ok: false; code: grpc.status; details: string };
 
 type UnaryMethod<Req, Res> = (

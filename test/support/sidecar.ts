@@ -4,7 +4,7 @@ import { service as healthService } from "grpc-health-check";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { join } from "node:path";
 import type { DriverStub } from "./driver-stub.js";
-import { call, track } from "./grpc.js";
+import { call, track, type HealthCheck } from "./grpc.js";
 import { startTs, tempDir, type Proc } from "./proc.js";
 import { waitFor } from "./wait.js";
 
@@ -75,7 +75,7 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     health: (service = "") =>
       new Promise((resolve, reject) => {
         const c = track(new HealthClient(address, grpc.credentials.createInsecure()));
-        (c as unknown as { check: Function }).check({ service }, { deadline: Date.now() + 5000 }, (err: Error | null, res: { status: string }) =>
+        (c as unknown as { check: HealthCheck }).check({ service }, { deadline: Date.now() + 5000 }, (err: Error | null, res: { status: string }) =>
           err ? reject(err) : resolve(res.status),
         );
       }),
