@@ -72,7 +72,7 @@ const dockerignore = readFileSync(join(repoRoot, ".dockerignore"), "utf8")
   .map((l) => l.trim())
   .filter((l) => l && !l.startsWith("#"));
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
-  bin: Record<string, string>;
+  bin: Record<"csi-addons-sidecar" | "csi-addons-driver-stub" | "csi-addons-healer-controller", string>;
   dependencies: Record<string, string>;
 };
 const step = (stage: Stage, op: string) => stage.steps.filter((s) => s.op === op).map((s) => s.args);
@@ -163,7 +163,7 @@ describe("Dockerfile", () => {
         assert.ok(!target.startsWith("test/") && !target.startsWith(".."), `${file} imports ${spec} (outside the image)`);
         continue;
       }
-      const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
+      const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
       assert.ok(name in pkg.dependencies, `${file} imports ${spec}, which is not a production dependency`);
     }
   });
@@ -190,7 +190,7 @@ describe("Dockerfile", () => {
     const workdir = step(runtime, "WORKDIR").at(-1)!;
     const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
     assert.equal(entry[0], "/nodejs/bin/node", "distroless's node, without a PATH lookup");
-    assert.equal(relative(workdir, entry[1]), normalize(pkg.bin["csi-addons-sidecar"]));
+    assert.equal(relative(workdir, entry[1]!), normalize(pkg.bin["csi-addons-sidecar"]));
     const bin = readFileSync(join(repoRoot, pkg.bin["csi-addons-sidecar"]), "utf8");
     assert.ok(bin.includes(`../${SIDECAR_BUNDLE}`), "the bin runs the bundled sidecar");
     assert.ok(existsSync(join(repoRoot, "sidecar/main.ts")));

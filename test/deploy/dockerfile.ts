@@ -22,12 +22,12 @@ export function readStages(text: string): Stage[] {
   for (const line of joined.split("\n")) {
     const m = /^\s*([A-Za-z]+)\s+(.*)$/.exec(line);
     if (!m) continue;
-    const op = m[1].toUpperCase();
+    const op = m[1]!.toUpperCase();
     if (op === "FROM") {
-      const [, from, name] = /^(\S+)(?:\s+AS\s+(\S+))?/i.exec(m[2].trim())!;
-      stages.push({ from, name, steps: [] });
+      const [, from, name] = /^(\S+)(?:\s+AS\s+(\S+))?/i.exec(m[2]!.trim())!;
+      stages.push({ from: from!, name, steps: [] });
     } else if (stages.length > 0) {
-      stages.at(-1)!.steps.push({ op, args: m[2].trim() });
+      stages.at(-1)!.steps.push({ op, args: m[2]!.trim() });
     }
   }
   return stages;

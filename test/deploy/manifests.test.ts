@@ -212,7 +212,7 @@ describe("deploy/ layout", { skip }, () => {
 
 describe("CSIAddonsNode CRD", { skip }, () => {
   const upstreamFile = new URL("../fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
-  const [upstream] = parseYamlDocuments(readFileSync(upstreamFile, "utf8"), "upstream CRD") as CrdDoc[];
+  const [upstream] = parseYamlDocuments(readFileSync(upstreamFile, "utf8"), "upstream CRD") as [CrdDoc];
   const ours = (skip ? {} : findOne(top, "CustomResourceDefinition")) as CrdDoc;
 
   test("same name, group, names, scope, versions, printer columns and subresources as upstream", () => {
@@ -222,15 +222,15 @@ describe("CSIAddonsNode CRD", { skip }, () => {
     assert.equal(ours.spec.scope, upstream.spec.scope);
     assert.equal(ours.spec.conversion, upstream.spec.conversion);
     assert.deepEqual(
-      ours.spec.versions.map(({ schema, ...rest }) => rest),
-      upstream.spec.versions.map(({ schema, ...rest }) => rest),
+      ours.spec.versions.map(({ schema: _schema, ...rest }) => rest),
+      upstream.spec.versions.map(({ schema: _schema, ...rest }) => rest),
     );
     assert.deepEqual(ours.spec.versions.map((v) => v.name), ["v1alpha1"]);
-    assert.deepEqual(ours.spec.versions[0].subresources, { status: {} });
+    assert.deepEqual(ours.spec.versions[0]!.subresources, { status: {} });
   });
 
   test("our schema accepts exactly what the upstream schema accepts (descriptions aside)", () => {
-    const [u, o] = [upstream.spec.versions[0].schema.openAPIV3Schema, ours.spec.versions[0].schema.openAPIV3Schema];
+    const [u, o] = [upstream.spec.versions[0]!.schema.openAPIV3Schema, ours.spec.versions[0]!.schema.openAPIV3Schema];
     assert.deepEqual(schemaDifferences(u, o), []);
     // The walk reaches the fields the sidecar writes.
     const driver = (((o.properties as Schema).spec as Schema).properties as Schema).driver as Schema;
@@ -238,7 +238,7 @@ describe("CSIAddonsNode CRD", { skip }, () => {
   });
 
   test("our schema uses only JSONSchemaProps fields and documents the sidecar's annotations", () => {
-    const o = ours.spec.versions[0].schema.openAPIV3Schema;
+    const o = ours.spec.versions[0]!.schema.openAPIV3Schema;
     assert.deepEqual(unknownSchemaKeywords(o), []);
     for (const a of ["createdByPodUID", "lastUpdatedAt", "driverRestartedAt"]) {
       assert.match(o.description as string, new RegExp(`sidecar\\.csiaddons\\.openshift\\.io/${a}`));
@@ -246,7 +246,7 @@ describe("CSIAddonsNode CRD", { skip }, () => {
   });
 
   test("the schema comparison notices each kind of difference", () => {
-    const base = upstream.spec.versions[0].schema.openAPIV3Schema;
+    const base = upstream.spec.versions[0]!.schema.openAPIV3Schema;
     const mutate = (change: (s: Schema) => void): string[] => {
       const copy = structuredClone(base);
       change(copy);
@@ -261,7 +261,7 @@ describe("CSIAddonsNode CRD", { skip }, () => {
     assert.deepEqual(mutate((s) => delete nodeID(s)["x-kubernetes-validations"]), [
       "/properties/spec/properties/driver/properties/nodeID/x-kubernetes-validations: only in upstream",
     ]);
-    assert.deepEqual(mutate((s) => ((nodeID(s)["x-kubernetes-validations"] as Schema[])[0].rule = "true")), [
+    assert.deepEqual(mutate((s) => ((nodeID(s)["x-kubernetes-validations"] as Schema[])[0]!.rule = "true")), [
       "/properties/spec/properties/driver/properties/nodeID/x-kubernetes-validations: differs",
     ]);
     assert.deepEqual(mutate((s) => ((driverOf(s).properties as Schema).extra = { type: "string" })), [

@@ -157,6 +157,6 @@ describe("SubjectAccessReview", () => {
   test("a review without attributes or user → 422 Invalid", async () => {
     const f = await failure(admin.authz.createSubjectAccessReview({ body: { spec: { user: "x" } } }));
     assert.equal(f.code, 422);
-    assert.equal(f.status.details?.causes?.[0].field, "spec.resourceAttributes");
+    assert.equal(f.status.details?.causes?.[0]?.field, "spec.resourceAttributes");
   });
 });

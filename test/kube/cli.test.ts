@@ -24,7 +24,7 @@ test("kube-api CLI: seeds, one kubeconfig line, HTTPS, exit 0 on SIGTERM", async
   await proc.waitForOutput(/kubeconfig: \S+\n/);
   const lines = proc.stdout().split("\n").filter((l) => l !== "");
   assert.equal(lines.length, 1);
-  const path = lines[0].replace(/^kubeconfig: /, "");
+  const path = lines[0]!.replace(/^kubeconfig: /, "");
 
   const c = clients(path);
   assert.match(c.kc.getCurrentCluster()!.server, /^https:\/\/127\.0\.0\.1:\d+$/);

@@ -13,7 +13,8 @@ function usage(msg: string): never {
 function parseArgs(argv: string[]): { port?: number; seedFiles: string[]; tls: boolean; requireRbac: boolean } {
   const out = { port: undefined as number | undefined, seedFiles: [] as string[], tls: true, requireRbac: false };
   for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].includes("=") ? [argv[i].slice(0, argv[i].indexOf("=")), argv[i].slice(argv[i].indexOf("=") + 1)] : [argv[i], undefined];
+    const arg = argv[i]!;
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const value = () => inline ?? argv[++i] ?? usage(`${flag} needs a value`);
     switch (flag) {
       case "--port": {

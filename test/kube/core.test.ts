@@ -71,7 +71,7 @@ describe("core and storage resources", () => {
     assert.equal(ev.reason, "Healed");
     const f = await failure(c.core.createNamespacedPod({ namespace: "csi", body: { metadata: { name: "p" }, spec: {} as any } }));
     assert.equal(f.code, 422);
-    assert.equal(f.status.details?.causes?.[0].field, "spec.containers");
+    assert.equal(f.status.details?.causes?.[0]?.field, "spec.containers");
   });
 
   test("a Pod's ReplicaSet owner resolves to its Deployment through AppsV1Api", async () => {
@@ -83,7 +83,7 @@ describe("core and storage resources", () => {
       namespace: "csi",
       body: { metadata: { name: "ctrl-5d9", ownerReferences: [{ apiVersion: "apps/v1", kind: "Deployment", name: "ctrl", uid: d.metadata!.uid!, controller: true }] }, spec: { selector: { matchLabels: labels }, template } },
     });
-    const owner = (await c.apps.readNamespacedReplicaSet({ namespace: "csi", name: rs.metadata!.name! })).metadata!.ownerReferences![0];
+    const owner = (await c.apps.readNamespacedReplicaSet({ namespace: "csi", name: rs.metadata!.name! })).metadata!.ownerReferences![0]!;
     assert.equal((await c.apps.readNamespacedDeployment({ namespace: "csi", name: owner.name })).metadata?.uid, d.metadata?.uid);
   });
 

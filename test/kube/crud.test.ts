@@ -216,7 +216,7 @@ describe("delete and finalizers", () => {
 
     const f = await failure(replace({ ...still, metadata: { ...still.metadata, finalizers: [...still.metadata.finalizers, "example.com/another"] } }));
     assert.equal(f.code, 422);
-    assert.equal(f.status.details?.causes?.[0].field, "metadata.finalizers");
+    assert.equal(f.status.details?.causes?.[0]?.field, "metadata.finalizers");
 
     await replace({ ...still, metadata: { ...still.metadata, finalizers: [] } });
     assert.equal((await failure(get("f1"))).code, 404);

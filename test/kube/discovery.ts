@@ -30,7 +30,7 @@ function resourceEntries(t: ResourceType): Record<string, unknown>[] {
 const groupVersion = (name: string, v: string) => ({ groupVersion: name ? `${name}/${v}` : v, version: v });
 
 function apiGroup(g: { name: string; versions: string[] }) {
-  return { name: g.name, versions: g.versions.map((v) => groupVersion(g.name, v)), preferredVersion: groupVersion(g.name, g.versions[0]) };
+  return { name: g.name, versions: g.versions.map((v) => groupVersion(g.name, v)), preferredVersion: groupVersion(g.name, g.versions[0]!) };
 }
 
 /** The discovery document for a non-resource GET path, or undefined when there is none. */
@@ -42,7 +42,7 @@ export function discoveryDoc(reg: Registry, path: string, host: string): unknown
   if (p === "/apis") return { kind: "APIGroupList", apiVersion: "v1", groups: groups.map(apiGroup) };
   const m = /^\/(?:api\/(v1)|apis\/([^/]+)(?:\/([^/]+))?)$/.exec(p);
   if (!m) return undefined;
-  const [group, version] = m[1] ? ["", m[1]] : [m[2], m[3]];
+  const [group, version] = m[1] ? ["", m[1]] : [m[2]!, m[3]];
   const g = reg.groups().find((x) => x.name === group);
   if (!g) return undefined;
   if (version === undefined) return { kind: "APIGroup", apiVersion: "v1", ...apiGroup(g) };
@@ -51,7 +51,7 @@ export function discoveryDoc(reg: Registry, path: string, host: string): unknown
   return {
     kind: "APIResourceList",
     apiVersion: "v1",
-    groupVersion: apiVersionOf(types[0]),
+    groupVersion: apiVersionOf(types[0]!),
     resources: types.sort((a, b) => a.plural.localeCompare(b.plural)).flatMap(resourceEntries),
   };
 }

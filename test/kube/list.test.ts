@@ -9,7 +9,7 @@ let api: KubeApi;
 let c: Clients;
 kubeSuite({ crdFiles: [upstreamCrdFile], historySize: 30, seed: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "other" } }] }, async (k) => {
   ({ api, c } = k);
-  for (const [name, tier, ns] of [["l-1", "gold", "default"], ["l-2", "silver", "default"], ["l-3", "gold", "default"], ["l-4", "gold", "other"]]) {
+  for (const [name, tier, ns] of [["l-1", "gold", "default"], ["l-2", "silver", "default"], ["l-3", "gold", "default"], ["l-4", "gold", "other"]] as const) {
     const body = csiNode(name, ns);
     body.metadata.labels = { tier };
     await c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body });

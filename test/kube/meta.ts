@@ -42,9 +42,10 @@ export function qualifiedName(value: string): string[] {
   let name = value;
   const errs: string[] = [];
   if (parts.length === 2) {
-    if (parts[0].length === 0) errs.push("prefix part must be non-empty");
-    else errs.push(...dns1123Subdomain(parts[0]).map((m) => `prefix part ${m}`));
-    name = parts[1];
+    const [prefix, rest] = parts as [string, string];
+    if (prefix.length === 0) errs.push("prefix part must be non-empty");
+    else errs.push(...dns1123Subdomain(prefix).map((m) => `prefix part ${m}`));
+    name = rest;
   } else if (parts.length > 2) {
     return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"];
   }

@@ -31,7 +31,7 @@ function resolve(doc: unknown, pointer: string): { parent: unknown; key: string 
     parent = Array.isArray(parent) ? parent[Number(seg)] : isObject(parent) ? parent[seg] : undefined;
     if (parent === undefined) throw badRequest(`the server rejected our request due to an error in our request: missing path "${pointer}"`);
   }
-  return { parent, key: segs[segs.length - 1] };
+  return { parent, key: segs[segs.length - 1]! };
 }
 
 function get(doc: unknown, pointer: string): unknown {
@@ -84,7 +84,7 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
 
 /** Applies a PATCH body of `contentType` to `current`; `custom` = custom resource (no strategic merge). */
 export function applyPatch(current: Obj, body: unknown, contentType: string, custom: boolean): Obj {
-  const type = contentType.split(";")[0].trim();
+  const type = contentType.split(";")[0]!.trim();
   const accepted = custom ? [JSON_PATCH, MERGE, APPLY] : [JSON_PATCH, MERGE, STRATEGIC, APPLY];
   let out: unknown;
   if (type === MERGE) out = mergePatch(current, body);

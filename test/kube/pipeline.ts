@@ -44,7 +44,7 @@ export interface KubeResponse {
 }
 
 async function readBody(req: KubeRequest, method: string): Promise<unknown> {
-  const type = String(req.headers["content-type"] ?? "application/json").split(";")[0].trim();
+  const type = String(req.headers["content-type"] ?? "application/json").split(";")[0]!.trim();
   if (method !== "PATCH" && !bodyTypes.includes(type)) throw unsupportedMediaType(type, ["application/json", "application/yaml"]);
   const chunks: Buffer[] = [];
   let size = 0;

@@ -48,7 +48,7 @@ export class Registry {
     for (const t of this.types.values()) {
       const vs = byGroup.get(t.group) ?? [];
       if (!vs.includes(t.version)) vs.push(t.version);
-      if (t.custom && t.version === t.custom.storageVersion) vs.unshift(vs.splice(vs.indexOf(t.version), 1)[0]);
+      if (t.custom && t.version === t.custom.storageVersion) vs.unshift(vs.splice(vs.indexOf(t.version), 1)[0]!);
       byGroup.set(t.group, vs);
     }
     const rank = (g: string) => (builtinGroupOrder.includes(g) ? builtinGroupOrder.indexOf(g) : builtinGroupOrder.length);

@@ -29,11 +29,11 @@ export function parseRequest(method: string, rawUrl: string): RequestInfo {
 
   let rest: string[];
   if (parts[0] === "api" && parts.length >= 3) {
-    base.version = parts[1];
+    base.version = parts[1]!;
     rest = parts.slice(2);
   } else if (parts[0] === "apis" && parts.length >= 4) {
-    base.group = parts[1];
-    base.version = parts[2];
+    base.group = parts[1]!;
+    base.version = parts[2]!;
     rest = parts.slice(3);
   } else return base;
 
@@ -45,7 +45,7 @@ export function parseRequest(method: string, rawUrl: string): RequestInfo {
   }
   if (rest[0] === "namespaces" && rest.length > 1) {
     base.namespace = rest[1];
-    if (rest.length > 2 && !namespaceSubresources.has(rest[2])) rest = rest.slice(2);
+    if (rest.length > 2 && !namespaceSubresources.has(rest[2]!)) rest = rest.slice(2);
   }
   base.isResource = rest.length > 0;
   base.resource = rest[0] ?? "";

@@ -118,7 +118,7 @@ const defs: Def[] = [
 
 export function builtinTypes(): ResourceType[] {
   return defs.map((d) => {
-    const [group, version] = d.gv.includes("/") ? d.gv.split("/") : ["", d.gv];
+    const [group, version] = (d.gv.includes("/") ? d.gv.split("/") : ["", d.gv]) as [string, string];
     return {
       group,
       version,

@@ -190,7 +190,7 @@ for (const file of crdFiles) {
     test("spec.driver.name and spec.driver.nodeID are immutable (self == oldSelf) → 422; the endpoint may change", async () => {
       const created = await createNode(csiNode("imm-1", ns), ns);
       const moved: any = await c.custom.replaceNamespacedCustomObject({ ...cn("imm-1", ns), body: { ...created, spec: { driver: { ...created.spec.driver, endpoint: "pod://other.default:1" } } } });
-      for (const [field, message] of [["name", "name is immutable"], ["nodeID", "nodeID is immutable"]]) {
+      for (const [field, message] of [["name", "name is immutable"], ["nodeID", "nodeID is immutable"]] as const) {
         const f = await failure(c.custom.replaceNamespacedCustomObject({ ...cn("imm-1", ns), body: { ...moved, spec: { driver: { ...moved.spec.driver, [field]: "changed" } } } }));
         assert.equal(f.code, 422);
         assert.deepEqual(f.status.details?.causes, [{ reason: "FieldValueInvalid", message: `Invalid value: "string": ${message}`, field: `spec.driver.${field}` }]);

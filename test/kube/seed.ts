@@ -8,7 +8,7 @@ import { isObject, type Obj } from "./json.js";
 export function readManifests(file: string | URL): Obj[] {
   const out: Obj[] = [];
   for (const doc of parseAllDocuments(readFileSync(file, "utf8"))) {
-    if (doc.errors.length > 0) throw new Error(`${String(file)}: ${doc.errors[0].message}`);
+    if (doc.errors.length > 0) throw new Error(`${String(file)}: ${doc.errors[0]!.message}`);
     const v: unknown = doc.toJS();
     if (v === null || v === undefined) continue;
     if (!isObject(v)) throw new Error(`${String(file)}: a document is not an object`);

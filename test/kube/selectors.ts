@@ -42,11 +42,11 @@ function splitTop(s: string): string[] {
 
 function parseLabelReq(part: string): Req {
   let m = /^([^\s!=(),]+)\s*(==|=|!=)\s*([^\s!=(),]*)$/.exec(part);
-  if (m) return { key: m[1], op: m[2] === "!=" ? "!=" : "=", values: [m[3]] };
+  if (m) return { key: m[1]!, op: m[2] === "!=" ? "!=" : "=", values: [m[3]!] };
   m = /^([^\s!=(),]+)\s+(in|notin)\s*\(([^()]*)\)$/.exec(part);
-  if (m) return { key: m[1], op: m[2] as "in" | "notin", values: m[3].split(",").map((v) => v.trim()) };
+  if (m) return { key: m[1]!, op: m[2] as "in" | "notin", values: m[3]!.split(",").map((v) => v.trim()) };
   m = /^(!?)\s*([^\s!=(),]+)$/.exec(part);
-  if (m) return { key: m[2], op: m[1] ? "!exists" : "exists", values: [] };
+  if (m) return { key: m[2]!, op: m[1] ? "!exists" : "exists", values: [] };
   throw badRequest(`unable to parse requirement: found '${part}', expected: '=', '!=', '==', 'in', notin'`);
 }
 
@@ -76,7 +76,7 @@ function parseFieldReqs(sel: string | null | undefined, typeKey: string): Req[] 
   return splitTop(sel).map((part) => {
     const m = /^([^!=]+?)\s*(==|=|!=)\s*(.*)$/.exec(part);
     if (!m) throw badRequest(`invalid selector: '${sel}'; can't understand '${part}'`);
-    if (!allowed.includes(m[1])) throw badRequest(`field label not supported: ${m[1]}`);
+    if (!allowed.includes(m[1]!)) throw badRequest(`field label not supported: ${m[1]}`);
     return { key: m[1], op: m[2] === "!=" ? "!=" : "=", values: [m[3]] } as Req;
   });
 }

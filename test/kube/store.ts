@@ -71,8 +71,8 @@ export class Store {
     }
     if (rv < this.compactedRv) return undefined;
     const state = new Map(this.range(key)!);
-    for (let i = this.history.length - 1; i >= 0 && this.history[i].rv > rv; i--) {
-      const e = this.history[i];
+    for (let i = this.history.length - 1; i >= 0 && this.history[i]!.rv > rv; i--) {
+      const e = this.history[i]!;
       if (e.key !== key) continue;
       const k = objKey(e.namespace || undefined, e.name);
       if (e.prev) state.set(k, e.prev);

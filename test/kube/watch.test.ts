@@ -35,8 +35,8 @@ describe("watch", () => {
     w.abort();
     assert.deepEqual(summary(w.events), ["ADDED w-a", "MODIFIED w-a", "DELETED w-a"]);
     const rvs = w.events.map((e) => Number(e.object.metadata.resourceVersion));
-    assert.ok(rvs[0] === Number(a.metadata.resourceVersion) && rvs[0] < rvs[1] && rvs[1] < rvs[2]);
-    assert.equal(w.events[0].object.kind, "CSIAddonsNode");
+    assert.ok(rvs[0] === Number(a.metadata.resourceVersion) && rvs[0]! < rvs[1]! && rvs[1]! < rvs[2]!);
+    assert.equal(w.events[0]!.object.kind, "CSIAddonsNode");
   });
 
   test("without a resourceVersion: synthetic ADDED for what exists, then changes", async () => {
@@ -71,12 +71,12 @@ describe("watch", () => {
     const w = await recordWatch(c.watch, nodesPath(), { resourceVersion: old });
     await w.ended;
     assert.equal(w.events.length, 1);
-    assert.equal(w.events[0].type, "ERROR");
-    assert.deepEqual(w.events[0].object, {
+    assert.equal(w.events[0]!.type, "ERROR");
+    assert.deepEqual(w.events[0]!.object, {
       kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
-      message: w.events[0].object.message, reason: "Expired", code: 410,
+      message: w.events[0]!.object.message, reason: "Expired", code: 410,
     });
-    assert.match(w.events[0].object.message, new RegExp(`^too old resource version: ${old} \\(\\d+\\)$`));
+    assert.match(w.events[0]!.object.message, new RegExp(`^too old resource version: ${old} \\(\\d+\\)$`));
   });
 
   test("timeoutSeconds ends the stream", async () => {
@@ -92,7 +92,7 @@ describe("watch", () => {
     await waitFor("ADDED", () => w.events.length >= 1);
     api.faults.dropWatches();
     await w.ended;
-    const last = w.events[w.events.length - 1].object.metadata.resourceVersion;
+    const last = w.events[w.events.length - 1]!.object.metadata.resourceVersion;
     await label("w-e", { after: "drop" });
     const again = await recordWatch(c.watch, nodesPath(), { resourceVersion: last });
     await waitFor("MODIFIED after resume", () => again.events.length >= 1);
@@ -107,6 +107,6 @@ describe("watch", () => {
     await waitFor("node ADDED", () => w.events.length >= 1);
     w.abort();
     assert.deepEqual(summary(w.events), ["ADDED wn-1"]);
-    assert.equal(w.events[0].object.kind, "Node");
+    assert.equal(w.events[0]!.object.kind, "Node");
   });
 });
