@@ -2,7 +2,7 @@
 // handshake (e.g. a caller that does not trust our certificate). grpc-js (1.14) creates its
 // http2.Http2SecureServer internally and exposes neither it nor its `tlsClientError` event; the
 // servers live in the private `http2Servers` map of grpc.Server, which is where we listen. If a
-// grpc-js upgrade moves them, the sidecar says so at start (and test/sidecar/refused.test.ts fails).
+// grpc-js upgrade moves them, the sidecar says so at start (and test/integration/sidecar/refused.test.ts fails).
 import type { EventEmitter } from "node:events";
 import type { Socket } from "node:net";
 import type * as grpc from "@grpc/grpc-js";

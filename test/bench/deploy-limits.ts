@@ -3,7 +3,7 @@
 // file: every YAML document below deploy/ is searched for the sidecar's container (named
 // csi-addons-healer, in a DaemonSet or a kustomize patch of one) or the controller's (the one
 // that runs csi-addons-healer-controller), so the bench follows the manifests wherever they are.
-import { deployDocuments } from "../deploy/load.js";
+import { deployDocuments } from "../support/deploy/load.js";
 
 export const SIDECAR_CONTAINER = "csi-addons-healer";
 const CONTROLLER_ENTRY = "csi-addons-healer-controller.js";

@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { cpSync } from "node:fs";
 import { join } from "node:path";
-import { DOCKERFILE, readStages } from "../deploy/dockerfile.js";
+import { DOCKERFILE, readStages } from "../support/deploy/dockerfile.js";
 import { repoRoot, tempDir } from "../support/proc.js";
 import { readDeployLimits } from "./deploy-limits.js";
 

@@ -23,7 +23,7 @@ import { after, before } from "node:test";
 import { type KubeApi, type KubeApiOptions, startKubeApi } from "./server.js";
 import type { Status } from "./status.js";
 
-export const upstreamCrdFile = fileURLToPath(new URL("../fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url));
+export const upstreamCrdFile = fileURLToPath(new URL("../support/fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url));
 export const ownCrdFile = fileURLToPath(new URL("../../deploy/components/crd/csiaddons.openshift.io_csiaddonsnodes.yaml", import.meta.url));
 /** The CRDs the project must work with; ours only once a colleague has written it. */
 export const crdFiles = existsSync(ownCrdFile) ? [upstreamCrdFile, ownCrdFile] : [upstreamCrdFile];

@@ -11,7 +11,7 @@ export const DAEMONSET_UID = "5f0c7c1e-1111-4a4a-9d9d-000000000001";
 export const POD_UID = "5f0c7c1e-2222-4a4a-9d9d-000000000002";
 export const DRIVER = "stub.csi.example.com";
 
-export const upstreamCrdFile = new URL("../fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
+export const upstreamCrdFile = new URL("./fixtures/upstream-csiaddonsnodes-crd.yaml", import.meta.url).pathname;
 export const ourCrdFile = new URL("../../deploy/components/crd/csiaddons.openshift.io_csiaddonsnodes.yaml", import.meta.url).pathname;
 
 type Obj = Record<string, unknown>;

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { IdentityClient, type GetCapabilitiesResponse } from "../../proto/gen/identity/identity.js";
 import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
-import { findOne, loadManifests } from "../deploy/load.js";
+import { findOne, loadManifests } from "./deploy/load.js";
 import { call, type Outcome } from "./grpc.js";
 
 /** The upstream controller's ServiceAccount, as the API server names it. */

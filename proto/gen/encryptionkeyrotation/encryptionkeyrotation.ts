@@ -26,7 +26,7 @@ export const protobufFileName = "encryptionkeyrotation/encryptionkeyrotation.pro
 
 /**
  * Wire-compatible with csi-addons/spec encryptionkeyrotation/encryptionkeyrotation.proto, field by
- * field (test/wire/conformance.test.ts). volume_capability (6) is the field the upstream sidecar
+ * field (test/unit/proto/conformance.test.ts). volume_capability (6) is the field the upstream sidecar
  * fills from the PV's access modes.
  */
 

@@ -27,7 +27,7 @@ export const protobufFileName = "proto/replication.proto";
 
 /**
  * Wire-compatible with csi-addons/kubernetes-csi-addons internal/proto/replication.proto, field by
- * field (test/wire/conformance.test.ts). Ours alone: the requests' volume_id = 1, which upstream
+ * field (test/unit/proto/conformance.test.ts). Ours alone: the requests' volume_id = 1, which upstream
  * now reserves and older controllers still send.
  */
 

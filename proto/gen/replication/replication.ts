@@ -27,7 +27,7 @@ export const protobufFileName = "replication/replication.proto";
 
 /**
  * Wire-compatible with csi-addons/spec replication/replication.proto, field by field
- * (test/wire/conformance.test.ts). Ours alone: the requests' volume_id = 1, which the spec now
+ * (test/unit/proto/conformance.test.ts). Ours alone: the requests' volume_id = 1, which the spec now
  * reserves and older drivers still read; callers fill replication_source as well.
  */
 

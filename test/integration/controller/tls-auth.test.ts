@@ -1,0 +1,91 @@
+// DESIGN 7.3 / AUTH-POLICY 5: the controller verifies the sidecar's TLS certificate against
+// --sidecar-ca-file (server name --sidecar-tls-server-name) and presents the bearer token from
+// --token-file, re-read when the kubelet rotates it. The sidecar runs with auth on and checks
+// verb `call` on csiaddonsnodes.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startControllerProc, waitLog, type ControllerProc } from "../../support/controller.js";
+import { tempDir } from "../../support/proc.js";
+import { waitFor } from "../../support/wait.js";
+import { NAMESPACE } from "../../support/fixtures.js";
+import { AUDIENCE, HEALER_USER, authArgs, makeTlsFiles, type TlsFiles } from "../../support/secure-sidecar.js";
+import { startStack, type Stack } from "../../support/stack.js";
+
+let stack: Stack;
+let tls: TlsFiles;
+let tokenFile: string;
+const controllers: ControllerProc[] = [];
+const dir = tempDir("ctl-tls-");
+
+function writeToken(token: string): void {
+  writeFileSync(`${tokenFile}.tmp`, token);
+  renameSync(`${tokenFile}.tmp`, tokenFile);
+}
+
+before(async () => {
+  tls = await makeTlsFiles(dir);
+  tokenFile = join(dir, "token");
+  stack = await startStack({
+    volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" } },
+    sidecarArgs: [...authArgs(AUDIENCE, tls), "--auth-verb=call", "--auth-cache-ttl=0"],
+    tls,
+  });
+  stack.kube.auth.addToken("token-1", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
+  stack.kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+  writeToken("token-1");
+  await stack.startSidecar();
+});
+
+after(async () => {
+  for (const c of controllers) await c.stop();
+  await stack?.stop();
+});
+
+const secureArgs = (caFile: string, token = tokenFile) => ["--sidecar-tls=true", `--sidecar-ca-file=${caFile}`, "--sidecar-tls-server-name=localhost", `--token-file=${token}`];
+
+test("TLS verified against the CA, bearer token accepted; a rotated token is re-read", async () => {
+  const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: secureArgs(tls.certFile) });
+  controllers.push(c);
+  await stack.waitHandled();
+  assert.deepEqual(c.heals({ trigger: "first-sight" }).map((l) => l.result), ["NOT_NEEDED", "NOT_NEEDED"]);
+
+  // The kubelet rotates the projected token; the old one stops being valid.
+  stack.kube.auth.addToken("token-2", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
+  writeToken("token-2");
+  stack.kube.auth.addToken("token-1", { username: HEALER_USER, audiences: [AUDIENCE], expired: true });
+  await stack.crashDriver();
+  await stack.waitHandled();
+  assert.deepEqual(stack.pvs.map((pv) => stack.heals(pv)), [1, 1], "healed with the new token");
+  assert.deepEqual(c.heals({ trigger: "restart" }).map((l) => l.result), ["NOT_NEEDED", "NOT_NEEDED"]);
+});
+
+test("a sidecar whose certificate the CA does not verify is never called", async () => {
+  const other = await makeTlsFiles(tempDir("ctl-other-ca-"));
+  const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: [...secureArgs(other.certFile), "--check-interval=300ms"] });
+  controllers.push(c);
+  const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
+  await waitFor("the controller to try the sidecar several times", () => c.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3, { timeoutMs: 30_000 });
+  await waitLog(c, { message: "waiting for sidecar" });
+  const reason = String(c.logLines().find((l) => l.message === "waiting for sidecar")!["reason"]);
+  assert.match(reason, /^unreachable at .*: UNAVAILABLE: .*certificate/i, "the log names the certificate, not a sidecar that is not SERVING");
+  assert.match(await c.metrics(), /csi_addons_healer_sidecar_connections\{state="unreachable"\} 1/);
+  assert.equal(c.heals().length, 0);
+  assert.equal(stack.stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
+});
+
+test("a token the sidecar refuses: nothing reaches the driver, the sidecar is counted as failing (not unresolved) and the log says why", async () => {
+  const refused = join(dir, "refused-token");
+  writeFileSync(refused, "token-nobody-issued");
+  const args = [...secureArgs(tls.certFile, refused), "--check-interval=300ms"];
+  const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args });
+  controllers.push(c);
+  const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
+  await waitFor("the sidecar counted as failing", async () => /csi_addons_healer_sidecar_connections\{state="failing"\} 1/.test(await c.metrics()), { timeoutMs: 30_000 });
+  const reasons = c.logLines().filter((l) => l.message === "waiting for sidecar").map((l) => String(l["reason"]));
+  assert.match(reasons[0] ?? "", /^SERVING at .*, but GetCapabilities failed: UNAUTHENTICATED/);
+  assert.ok(!reasons.some((r) => r.includes("token-nobody-issued")), "the token itself is never logged");
+  assert.equal(c.heals().length, 0);
+  assert.equal(stack.stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
+});
