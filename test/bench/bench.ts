@@ -448,7 +448,7 @@ async function main(): Promise<number> {
   progress(`starting the in-memory Kubernetes API (${size.volumes} PVs and VolumeAttachments) and the driver-stub`);
   const kube = await startKubeChild({ seed: { volumes: size.volumes } });
   cleanup.add("in-memory Kubernetes API", () => kube.stop());
-  const stub = await startDriverStub({ dir, compiled: true });
+  const stub = await startDriverStub({ dir });
   cleanup.add("driver-stub", () => stub.stop());
   progress(`  in-memory Kubernetes API pid ${kube.pid}, driver-stub pid ${stub.proc.child.pid}`);
   const direct = new VolumeHealerNodeClient(`unix://${stub.addonsSocket}`, grpc.credentials.createInsecure());

@@ -117,7 +117,7 @@ async function startNodePlugins(c: RestartCase, kube: KubeChild, env: RestartEnv
   return inBatches(nodes, START_BATCH, async (n) => {
     const dir = join(env.dir, fleetNode(n));
     mkdirSync(dir, { recursive: true });
-    const stub = await startDriverStub({ dir, state: fleetStubState(c.fleet, n, healthy(c)), compiled: true, readyTimeoutMs: 60_000 });
+    const stub = await startDriverStub({ dir, state: fleetStubState(c.fleet, n, healthy(c)), readyTimeoutMs: 60_000 });
     env.cleanup.add(`driver-stub of ${fleetNode(n)}`, () => stub.stop());
     const sidecar = await spawnSidecar({
       build: "compiled",

@@ -70,7 +70,6 @@ export async function soak(o: SoakOptions): Promise<SoakResults> {
   mkdirSync(driverDir, { recursive: true });
   let stub: DriverStub = await startDriverStub({
     dir: driverDir,
-    compiled: true,
     state: { volumes: Object.fromEntries(Object.entries(stubState(o.volumes, { state: "HEALTHY" }).volumes!).map(([id, v], i) => [id, i % 4 === 0 ? { ...v, state: "ABNORMAL" } : v])) },
   });
   o.cleanup.add("driver-stub (soak)", () => stub.stop());

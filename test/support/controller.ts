@@ -1,6 +1,6 @@
 // Starts the healer controller as a real process (from source, through tsx) and reads what it
 // reports: its JSON log (one line per heal decision), /metrics, /readyz.
-import { startTs, type Proc } from "./proc.js";
+import { type Proc, startProgram } from "./proc.js";
 import { parseLines } from "./sidecar.js";
 import { waitFor } from "./wait.js";
 
@@ -40,7 +40,7 @@ export async function startControllerProc(opts: ControllerOptions): Promise<Cont
     ...FAST_ARGS.filter((a) => !has(a.split("=")[0]!)),
     ...given,
   ];
-  const proc = startTs("controller/main.ts", args, { env: opts.env });
+  const proc = startProgram("controller", args, { env: opts.env });
   const logLines = () => parseLines(proc.stdout());
   const httpPort = () => (logLines().find((l) => l["message"] === "controller started")?.["httpPort"] as number) ?? 0;
   const get = (path: string) => fetch(`http://127.0.0.1:${httpPort()}${path}`);

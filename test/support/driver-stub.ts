@@ -4,7 +4,7 @@ import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CallLogEntry } from "../../driver-stub/call-log.js";
 import type { StubState } from "../../driver-stub/state.js";
-import { startJs, startTs, tempDir, type Proc } from "./proc.js";
+import { startProgram, tempDir, type Proc } from "./proc.js";
 
 export type { CallLogEntry, StubState };
 
@@ -16,8 +16,6 @@ export interface DriverStubOptions {
   /** Written to the state file before the start; without it the file is left as it is. */
   state?: StubState;
   extraArgs?: string[];
-  /** Run dist/driver-stub/main.js (built by `npm run build`) instead of the sources through tsx: starts faster. */
-  compiled?: boolean;
   /** How long to wait for "driver-stub ready" (default 15 s; many stubs starting at once on a busy machine need more). */
   readyTimeoutMs?: number;
 }
@@ -96,7 +94,7 @@ export async function startDriverStub(opts: DriverStubOptions = {}): Promise<Dri
   const stateFile = join(dir, "state.json");
   const callLogFile = join(dir, "calls.jsonl");
   if (opts.state !== undefined) writeAtomically(stateFile, opts.state);
-  const proc = (opts.compiled ? startJs : startTs)(opts.compiled ? "dist/driver-stub/main.js" : "driver-stub/main.ts", [
+  const proc = startProgram("driver-stub", [
     `--name=${name}`,
     `--addons-endpoint=unix://${addonsSocket}`,
     `--csi-endpoint=unix://${csiSocket}`,

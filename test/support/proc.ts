@@ -1,8 +1,10 @@
-// Starts project executables as real child processes (through tsx, from source) and stops them.
+// Starts project executables as real child processes and stops them: the programs as they ship
+// (startProgram), test programs such as the in-memory API's CLI from source through tsx (startTs).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { staleBuilds } from "../../scripts/build-fresh.mjs";
 import { StopWaiting, waitFor } from "./wait.js";
 
 export const repoRoot = new URL("../..", import.meta.url).pathname;
@@ -25,6 +27,37 @@ export interface Proc {
 export function startTs(entry: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
   // tsx by absolute URL, so a child started in another working directory still finds it.
   return startNode(entry, ["--import", TSX, join(repoRoot, entry), ...args], opts);
+}
+
+/** The programs that ship: their sources, and what the image runs (scripts/bundle.mjs; the driver-stub's tsc output). */
+const PROGRAMS = {
+  sidecar: { source: "sidecar/main.ts", built: "dist/csi-addons-sidecar.mjs" },
+  controller: { source: "controller/main.ts", built: "dist/csi-addons-healer-controller.mjs" },
+  "driver-stub": { source: "driver-stub/main.ts", built: "dist/driver-stub/main.js" },
+} as const;
+export type Program = keyof typeof PROGRAMS;
+
+/**
+ * TEST_PROGRAMS=source runs the programs from their sources through tsx: mutation testing and the
+ * promise breaks edit a source in a copy of the repository and do not build it again.
+ */
+const fromSource = process.env["TEST_PROGRAMS"] === "source";
+const checked = new Set<Program>();
+
+/**
+ * Runs one of the programs as it ships: its bundle, built once per `npm test` run (scripts/test.mjs),
+ * so each start loads one file instead of compiling TypeScript. A build older than its sources is
+ * refused rather than tested (run the file through `npm test -- <file>`, which builds it first).
+ */
+export function startProgram(name: Program, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
+  const { source, built } = PROGRAMS[name];
+  if (fromSource) return startTs(source, args, opts);
+  if (!checked.has(name)) {
+    const stale = staleBuilds([built]);
+    if (stale.length > 0) throw new Error(`${stale[0]!.why}: run the tests through \`npm test -- <file>\` (it builds first) or \`npm run build\``);
+    checked.add(name);
+  }
+  return startJs(built, args, opts);
 }
 
 /** Runs compiled JavaScript of this repository (e.g. "dist/driver-stub/main.js"), as the image does. */

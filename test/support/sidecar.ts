@@ -5,7 +5,7 @@ import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { join } from "node:path";
 import type { DriverStub } from "./driver-stub.js";
 import { call, track, type HealthCheck } from "./grpc.js";
-import { startTs, tempDir, type Proc } from "./proc.js";
+import { tempDir, type Proc, startProgram } from "./proc.js";
 import { waitFor } from "./wait.js";
 
 export interface SidecarOptions {
@@ -55,7 +55,7 @@ export async function startSidecarProc(opts: SidecarOptions): Promise<SidecarPro
     ...(opts.args?.some((a) => a.startsWith("--enable-auth")) ? [] : ["--enable-auth=false"]),
     ...(opts.args ?? []),
   ];
-  const proc = startTs("sidecar/main.ts", args, { env: opts.env });
+  const proc = startProgram("sidecar", args, { env: opts.env });
   await proc.waitForOutput('"message":"sidecar started"', 30_000);
   const started = parseLines(proc.stdout()).find((l) => l["message"] === "sidecar started")!;
   const port = started["controllerPort"] as number;

@@ -4,13 +4,13 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startJs, startTs, tempDir } from "../../support/proc.js";
+import { startJs, tempDir, startProgram } from "../../support/proc.js";
 import { COMPILED_CONTROLLER, ensureCompiled } from "../../bench/build.js";
 import { CONTROLLER_NODE_FLAGS } from "../../bench/image.js";
 import { HANDLED, handleOf, startStack, type Stack } from "../../support/stack.js";
 
 async function runCli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const p = startTs("controller/main.ts", args, { env });
+  const p = startProgram("controller", args, { env });
   const code = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }

@@ -4,14 +4,13 @@ import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { after, describe, it } from "node:test";
 import { parseArgs } from "../../../driver-stub/cli.js";
-import { startTs, tempDir, type Proc } from "../../support/proc.js";
+import { startProgram, tempDir, type Proc } from "../../support/proc.js";
 import { stubClients } from "../../support/driver-stub-clients.js";
 
-const ENTRY = "driver-stub/main.ts";
 const packageVersion = (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 async function run(args: string[], cwd?: string): Promise<{ code: number | string; stdout: string; stderr: string }> {
-  const proc = startTs(ENTRY, args, cwd === undefined ? {} : { cwd });
+  const proc = startProgram("driver-stub", args, cwd === undefined ? {} : { cwd });
   const code = await proc.exited;
   return { code, stdout: proc.stdout(), stderr: proc.stderr() };
 }
@@ -66,7 +65,7 @@ describe("driver-stub command line", () => {
 
   it("accepts `--flag value` as well as `--flag=value`", async () => {
     const d = tempDir("driver-stub-cli-");
-    const proc = startTs(ENTRY, ["--name", "spaced", "--addons-endpoint", `unix://${d}/run/a.sock`, `--csi-endpoint=unix://${d}/run/c.sock`, "--state", `${d}/s.json`]);
+    const proc = startProgram("driver-stub", ["--name", "spaced", "--addons-endpoint", `unix://${d}/run/a.sock`, `--csi-endpoint=unix://${d}/run/c.sock`, "--state", `${d}/s.json`]);
     running.push(proc);
     await proc.waitForOutput(/^driver-stub ready$/m);
     assert.ok(lstatSync(join(d, "run/a.sock")).isSocket(), "the socket directory is created");

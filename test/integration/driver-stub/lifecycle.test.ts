@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterEach, describe, it } from "node:test";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../../proto/gen/healer/v1/healer.js";
 import { restartDriverStub, startDriverStub, type DriverStub } from "../../support/driver-stub.js";
-import { startTs, tempDir } from "../../support/proc.js";
+import { tempDir, startProgram } from "../../support/proc.js";
 import { stubClients } from "../../support/driver-stub-clients.js";
 import { STAGING_PATH, status } from "../../support/driver-stub-fixture.js";
 
@@ -106,7 +106,7 @@ describe("driver-stub lifecycle", () => {
 
   it("never takes over the socket of a stub that is still serving: exits 1 and leaves it alone", async () => {
     const live = track(await startDriverStub());
-    const intruder = startTs("driver-stub/main.ts", [
+    const intruder = startProgram("driver-stub", [
       "--name=intruder",
       `--addons-endpoint=${live.addonsEndpoint}`,
       `--csi-endpoint=unix://${join(live.dir, "other-csi.sock")}`,
@@ -122,7 +122,7 @@ describe("driver-stub lifecycle", () => {
     const dir = tempDir("driver-stub-");
     const notASocket = join(dir, "addons.sock");
     writeFileSync(notASocket, "precious");
-    const proc = startTs("driver-stub/main.ts", ["--name=x", `--addons-endpoint=unix://${notASocket}`, `--csi-endpoint=unix://${dir}/csi.sock`]);
+    const proc = startProgram("driver-stub", ["--name=x", `--addons-endpoint=unix://${notASocket}`, `--csi-endpoint=unix://${dir}/csi.sock`]);
     assert.equal(await proc.exited, 1);
     assert.match(proc.stderr(), /exists and is not a socket/);
     assert.equal(readFileSync(notASocket, "utf8"), "precious");

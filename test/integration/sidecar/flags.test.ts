@@ -10,7 +10,7 @@ import * as grpc from "@grpc/grpc-js";
 import type { KubeApi } from "../../kube/index.js";
 import { startTestKube } from "../../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
-import { startTs, tempDir, type Proc } from "../../support/proc.js";
+import { tempDir, type Proc, startProgram } from "../../support/proc.js";
 import { call } from "../../support/grpc.js";
 import { waitFor } from "../../support/wait.js";
 import { CSI_ADDONS_NODE_NAME, DRIVER, NAMESPACE, NODE, POD, pv, volumeAttachment } from "../../support/fixtures.js";
@@ -45,7 +45,7 @@ async function freePort(host: string): Promise<number> {
 /** The sidecar configured by `args` and `env` only (no defaults added by the test support). */
 function sidecar(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
   // Empty values count as unset, so no variable of the test's own environment leaks in.
-  const p = startTs("sidecar/main.ts", args, { env: { KUBECONFIG: "", NODE_ID: "", POD_NAME: "", POD_NAMESPACE: "", POD_UID: "", LOG_LEVEL: "", LOG_FORMAT: "", ...env } });
+  const p = startProgram("sidecar", args, { env: { KUBECONFIG: "", NODE_ID: "", POD_NAME: "", POD_NAMESPACE: "", POD_UID: "", LOG_LEVEL: "", LOG_FORMAT: "", ...env } });
   procs.push(p);
   return p;
 }

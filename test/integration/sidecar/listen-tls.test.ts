@@ -12,7 +12,7 @@ import { listenHost } from "../../../common/net/listen-host.js";
 import type { KubeApi } from "../../kube/index.js";
 import { startTestKube } from "../../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
-import { startTs, tempDir, type Proc } from "../../support/proc.js";
+import { tempDir, type Proc, startProgram } from "../../support/proc.js";
 import { startSidecarProc, type SidecarProc } from "../../support/sidecar.js";
 import { waitFor } from "../../support/wait.js";
 import { authArgs, makeTlsFiles } from "../../support/secure-sidecar.js";
@@ -104,7 +104,7 @@ describe("TLS certificate: required files, source and expiry", () => {
   test("required files that are missing: the sidecar exits 1 naming them, and never serves", async () => {
     const dir = tempDir();
     const missing = { caPem: "", certFile: `${dir}/absent.crt`, keyFile: `${dir}/absent.key` };
-    const p = startTs("sidecar/main.ts", [
+    const p = startProgram("sidecar", [
       `--csi-addons-address=unix://${driver.addonsSocket}`, ...REQUIRED, `--kubeconfig=${kube.kubeconfigPath}`,
       "--controller-ip=127.0.0.1", "--controller-port=0", ...authArgs("csi-addons-healer", missing), "--require-tls-files",
     ]);

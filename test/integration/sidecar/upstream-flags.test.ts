@@ -16,7 +16,7 @@ import { IGNORED_FLAGS } from "../../../sidecar/config/upstream.js";
 import { startTestKube } from "../../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
 import { parseLines } from "../../support/sidecar.js";
-import { startTs, type Proc } from "../../support/proc.js";
+import { type Proc, startProgram } from "../../support/proc.js";
 import { codeName } from "../../support/grpc.js";
 import { waitFor } from "../../support/wait.js";
 import { upstreamConnect } from "../../support/upstream-controller.js";
@@ -66,7 +66,7 @@ let kube: KubeApi;
 let stub: DriverStub;
 
 async function startExact(args: string[]): Promise<Proc> {
-  const proc = startTs("sidecar/main.ts", args, { env: { KUBECONFIG: kube.kubeconfigPath } });
+  const proc = startProgram("sidecar", args, { env: { KUBECONFIG: kube.kubeconfigPath } });
   await proc.waitForOutput('"message":"sidecar started"', 30_000);
   return proc;
 }
@@ -158,7 +158,7 @@ describe("upstream TLS flags on the controller port", () => {
 
   test("--tls-min-version=VersionTLS12 --tls-cipher-suites --tls-curve-preferences: only that suite and that curve for TLS 1.2", async () => {
     const port = await freePort();
-    const proc = startTs("sidecar/main.ts", [
+    const proc = startProgram("sidecar", [
       ...daemonSetArgs(s.addonsSocket, port),
       "--tls-min-version=VersionTLS12",
       "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
@@ -183,7 +183,7 @@ describe("upstream TLS flags on the controller port", () => {
 
   test("--tls-min-version=VersionTLS13: a TLS 1.2 client is refused", async () => {
     const port = await freePort();
-    const proc = startTs("sidecar/main.ts", [...daemonSetArgs(s.addonsSocket, port), "--tls-min-version=VersionTLS13"], { env: { KUBECONFIG: k.kubeconfigPath } });
+    const proc = startProgram("sidecar", [...daemonSetArgs(s.addonsSocket, port), "--tls-min-version=VersionTLS13"], { env: { KUBECONFIG: k.kubeconfigPath } });
     try {
       await proc.waitForOutput('"message":"sidecar started"', 30_000);
       const r = await waitFor("a TLS 1.3 handshake", async () => {

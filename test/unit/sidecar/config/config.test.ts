@@ -2,7 +2,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig, type Config } from "../../../../sidecar/config/config.js";
 import { parseDuration } from "../../../../common/config/duration.js";
-import { startTs } from "../../../support/proc.js";
 
 const base = ["--node-id=n1", "--pod=p", "--namespace=ns", "--enable-auth=false"];
 
@@ -152,53 +151,6 @@ test("Go durations", () => {
   assert.equal(parseDuration("0"), 0);
   assert.equal(parseDuration("00"), undefined);
   assert.equal(parseDuration(""), undefined);
-});
-
-test("the process exits 2 with one stderr line naming the flag, before anything starts", async () => {
-  const p = startTs("sidecar/main.ts", ["--pod=p", "--namespace=ns", "--controller-port=abc", "--node-id=n"]);
-  assert.equal(await p.exited, 2);
-  const lines = p.stderr().trim().split("\n");
-  assert.equal(lines.length, 1, p.stderr());
-  assert.match(lines[0]!, /--controller-port/);
-  assert.equal(p.stdout(), "");
-});
-
-test("--version and --help exit 0", async () => {
-  const v = startTs("sidecar/main.ts", ["--version"]);
-  assert.equal(await v.exited, 0);
-  assert.match(v.stdout(), /^csi-addons-sidecar \d+\.\d+\.\d+/);
-  const h = startTs("sidecar/main.ts", ["--help"]);
-  assert.equal(await h.exited, 0);
-  assert.match(h.stdout(), /--csi-addons-address/);
-});
-
-test("a fatal start-up error (controller port in use) exits 1 with the reason in the log and --termination-log", async () => {
-  const { createServer } = await import("node:net");
-  const { writeFileSync, readFileSync } = await import("node:fs");
-  const { join } = await import("node:path");
-  const { tempDir } = await import("../../../support/proc.js");
-  const dir = tempDir();
-  // Never the host's /dev/termination-log.
-  const terminationLog = join(dir, "termination-log");
-  const blocker = createServer();
-  await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
-  const port = (blocker.address() as { port: number }).port;
-  const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n");
-  try {
-    const p = startTs("sidecar/main.ts", [...base, "--controller-ip=127.0.0.1", `--controller-port=${port}`, `--kubeconfig=${kubeconfig}`, "--csi-addons-address=unix:///nonexistent/addons.sock"], {
-      env: { TERMINATION_LOG: terminationLog },
-    });
-    assert.equal(await p.exited, 1);
-    const lines = p.stdout().trim().split("\n").map((l) => JSON.parse(l) as { level: string; message: string });
-    const fatal = lines.find((l) => l.message.startsWith("fatal:"));
-    assert.ok(fatal, p.stdout());
-    assert.equal(fatal.level, "error");
-    assert.match(fatal.message, /EADDRINUSE/);
-    assert.equal(readFileSync(terminationLog, "utf8"), `${fatal.message}\n`);
-  } finally {
-    blocker.close();
-  }
 });
 
 test("upstream sidecar flags that mean nothing here: accepted, each named once in ignoredFlags; booleans take no value", () => {
