@@ -1,7 +1,7 @@
 // Mutation testing: generates operator mutants of a module's source (flipped conditions, swapped
 // logical operators, removed negations, changed constants, dropped awaits, removed calls, ...),
 // applies each one alone to a private copy of the repository and runs the module's test files
-// (scripts/mutate-targets.json) with a timeout. A mutant is killed when a test file fails or times
+// (derived from the layout: see targetTests) with a timeout. A mutant is killed when a test file fails or times
 // out, survived when all pass. Not part of `npm test` or CI: run it when changing a module.
 //
 //   npm run mutate -- --module relay --max 20        a seeded sample of 20 mutants, in minutes
@@ -19,7 +19,66 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
-const targets = JSON.parse(readFileSync(join(root, "scripts/mutate-targets.json"), "utf8"));
+
+// ---- targets -------------------------------------------------------------------------------------
+
+/** Where the programs' sources are: every folder under these with .ts files of its own is a target. */
+const SOURCE_ROOTS = ["common", "sidecar", "controller", "driver-stub"];
+/** Integration tests a folder's own name does not find (scripts/mutate-targets.json: folder → test files). */
+const extraTests = JSON.parse(readFileSync(join(root, "scripts/mutate-targets.json"), "utf8"));
+
+const listTests = (dir) =>
+  existsSync(join(root, dir)) ? readdirSync(join(root, dir), { recursive: true }).filter((f) => f.endsWith(".test.ts")).map((f) => join(dir, f)).sort() : [];
+
+/** The source folders whose modules are their own (not a folder of folders only). */
+function sourceDirs() {
+  const dirs = new Set();
+  for (const top of SOURCE_ROOTS) {
+    for (const f of readdirSync(join(root, top), { recursive: true })) {
+      const dir = join(top, f, "..");
+      if (f.endsWith(".ts") && (dir !== top || !SOURCE_ROOTS.includes(dir) || top === "driver-stub")) dirs.add(dir);
+    }
+  }
+  return [...dirs].sort();
+}
+
+/** The source folders a test file imports a module of (type-only imports left out). */
+function importedDirs(file) {
+  const text = readFileSync(join(root, file), "utf8");
+  const dirs = new Set();
+  for (const m of text.matchAll(/^import (?!type )[^;]*? from "(\.[^"]+)";/gms)) dirs.add(join(file, "..", m[1], ".."));
+  return dirs;
+}
+
+/**
+ * A folder's test files, in process first: test/unit/<folder>/, every unit or integration test
+ * that imports one of its modules, test/integration/<folder>/ (driver-stub), the integration tests
+ * of its program named after it (sidecar/relay: test/integration/sidecar/relay*.test.ts), and
+ * scripts/mutate-targets.json's extras.
+ */
+function targetTests(dir, imports) {
+  const name = dir.split("/").at(-1);
+  const program = dir.split("/")[0];
+  const integration = listTests("test/integration").filter((f) => imports.get(f).has(dir) || f.startsWith(`test/integration/${dir}/`) || (f.startsWith(`test/integration/${program}/`) && f.split("/").at(-1).startsWith(name)));
+  const unit = [...listTests(join("test/unit", dir)), ...listTests("test/unit").filter((f) => imports.get(f).has(dir))];
+  return [...new Set([...unit, ...integration, ...(extraTests[dir] ?? [])])];
+}
+
+/** Every target: its name (the folder, "/" as "-": sidecar-relay), folder and test files. */
+function deriveTargets() {
+  const imports = new Map([...listTests("test/unit"), ...listTests("test/integration")].map((f) => [f, importedDirs(f)]));
+  return Object.fromEntries(sourceDirs().map((dir) => [dir.replaceAll("/", "-"), { dir, tests: targetTests(dir, imports) }]));
+}
+const targets = deriveTargets();
+
+/** A target by its name, its folder, or the folder's last part when only one folder has it (relay). */
+function targetName(given) {
+  const wanted = given.replaceAll("/", "-");
+  if (targets[wanted]) return wanted;
+  const matches = Object.keys(targets).filter((k) => k.endsWith(`-${wanted}`));
+  if (matches.length === 1) return matches[0];
+  throw new Error(`unknown module ${given}${matches.length > 1 ? ` (which: ${matches.join(", ")}?)` : ""}; modules: ${Object.keys(targets).join(", ")}`);
+}
 
 // ---- options -----------------------------------------------------------------------------------
 
@@ -39,8 +98,7 @@ function parseOptions(argv) {
     else if (flag === "--no-baseline") o.baseline = false;
     else throw new Error(`unknown option ${flag}; see the header of scripts/mutate.mjs`);
   }
-  if (o.modules.length === 0) o.modules = Object.keys(targets).filter((k) => !k.startsWith("_"));
-  for (const m of o.modules) if (!targets[m]) throw new Error(`unknown module ${m}; modules: ${Object.keys(targets).filter((k) => !k.startsWith("_")).join(", ")}`);
+  o.modules = o.modules.length === 0 ? Object.keys(targets) : o.modules.map(targetName);
   return o;
 }
 
@@ -227,7 +285,8 @@ export function runTestFile(cwd, file, timeoutMs, namePattern) {
     const tmp = mkdtempSync(join(tmpdir(), "mutate-run-"));
     const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", ...only, file], {
       cwd,
-      env: { ...process.env, TMPDIR: tmp },
+      // The programs from their sources: the copy's mutated source is not built again.
+      env: { ...process.env, TMPDIR: tmp, TEST_PROGRAMS: "source" },
       detached: true, // its own process group: a timeout kills the sidecars and stubs it started too
       stdio: ["ignore", "pipe", "ignore"],
     });

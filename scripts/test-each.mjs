@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { buildStale } from "./build-fresh.mjs";
 import { escapeRegExp } from "./mutate.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
@@ -15,6 +16,9 @@ const files = readdirSync(join(root, "test"), { recursive: true })
   .map((f) => join("test", f))
   .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
   .sort();
+
+// The integration tests start the programs as built: build what is stale once, first.
+console.log(`programs: ${buildStale((line) => console.log(line))}`);
 
 /** Runs one file (optionally one test by name); returns the reporter's records. */
 function run(file, pattern) {
