@@ -119,12 +119,10 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
   const lease = new ControllerLease({ kube, logger, identity: config.pod, config: config.leaderElection });
-  driver.on("ready", ({ info, restarted }) => {
-    if (restarted) {
-      // A restarted driver has lost its user-space mounts: tell the controller to heal.
-      logger.warn("driver restarted; recording it on the CSIAddonsNode", { driver: info.name });
-      manager.recordDriverRestart(new Date());
-    }
+  driver.on("ready", (ev) => {
+    const { info } = ev;
+    // A restarted driver has lost its user-space mounts: the CSIAddonsNode tells the controller to heal.
+    manager.driverBooted(ev);
     manager.setDriver(info.name);
     lease.follow(info).catch((err: unknown) => logger.error("leader election failed", { reason: err instanceof Error ? err.message : String(err) }));
     readiness.set("driver", true, `driver ${info.name} connected and ready`);
