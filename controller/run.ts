@@ -11,6 +11,7 @@ import type { Config } from "./config/config.js";
 import { HealController } from "./heal/controller.js";
 import type { PassDeps } from "./heal/pass.js";
 import { WorkQueue } from "./heal/queue.js";
+import { nodeVolumes } from "./heal/node-volumes.js";
 import { createKubeWrites, loadKubeConfig } from "./kube/client.js";
 import { ClusterCache } from "./kube/cluster.js";
 import { LeaseElector } from "../common/election/lease-elector.js";
@@ -51,7 +52,7 @@ export function buildParts(config: Config, logger: Logger): Parts {
     reporter,
     logger,
     retry: { maxAttempts: config.maxAttempts, initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs, healTimeoutMs: config.healTimeoutMs },
-    podVolumes: async (s, signal) => cluster.volumesOfClaims(s, await kube.claimsOnNode(s.nodeId, signal)),
+    ...nodeVolumes(cluster, kube, logger),
   };
   return { cluster, pool, metrics, passDeps, kube, events };
 }
@@ -75,7 +76,8 @@ export async function startController(config: Config, logger: Logger): Promise<C
   if (config.httpEndpoint) http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
 
-  const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs });
+  const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs, restartHealMode: config.restartHealMode });
+  metrics.watchWaiting(() => healer.waiting());
   await cluster.start();
   synced = true;
   let elector: LeaseElector | undefined;

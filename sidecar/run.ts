@@ -129,7 +129,6 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
-  pods.start();
   pvs.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;

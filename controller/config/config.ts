@@ -32,6 +32,8 @@ export interface Config {
   /** CSIAddonsNodes of this namespace only; undefined = all namespaces. */
   namespace: string | undefined;
   checkIntervalMs: number;
+  /** What a restart gets: ALWAYS (re-stage every volume) or IF_ABNORMAL (heal only what the driver finds broken). */
+  restartHealMode: "always" | "if-abnormal";
   perNodeConcurrency: number;
   maxConcurrentHeals: number;
   /** Attempts of one call before its pass waits for the sidecar again. */
@@ -67,6 +69,7 @@ const FLAGS: readonly FlagSpec[] = [
   { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file (default in-cluster)" },
   { name: "namespace", kind: "string", env: "WATCH_NAMESPACE", help: "watch CSIAddonsNodes of this namespace only (default all)" },
   { name: "check-interval", kind: "string", env: "CHECK_INTERVAL", help: "periodic IF_ABNORMAL pass per sidecar, jittered (default 5m; 0 = off)" },
+  { name: "restart-heal-mode", kind: "string", env: "RESTART_HEAL_MODE", help: "always|if-abnormal: what every volume of a node gets after its driver or pod restarted; if-abnormal for drivers whose heal disrupts a live mount (default always)" },
   { name: "per-node-concurrency", kind: "string", env: "PER_NODE_CONCURRENCY", help: "calls at once to one sidecar (default 8)" },
   { name: "max-concurrent-heals", kind: "string", env: "MAX_CONCURRENT_HEALS", help: "calls at once in the cluster (default 64)" },
   { name: "max-attempts", kind: "string", env: "MAX_ATTEMPTS", help: "attempts of one heal on a retryable status: a volume that keeps failing is then given up; a sidecar that is down or busy is waited for again (default 5)" },
@@ -131,6 +134,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     kubeconfig,
     namespace: raw.get("namespace") || undefined,
     checkIntervalMs: duration(raw, "check-interval", 300_000),
+    restartHealMode: oneOf(raw, "restart-heal-mode", ["always", "if-abnormal"] as const, "always"),
     perNodeConcurrency: int(raw, "per-node-concurrency", 8, 1),
     maxConcurrentHeals: int(raw, "max-concurrent-heals", 64, 1),
     maxAttempts: int(raw, "max-attempts", 5, 1),

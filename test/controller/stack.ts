@@ -6,7 +6,7 @@ import { restartDriverStub, startDriverStub, type DriverStub, type StubState } f
 import { startSidecarProc, waitHealth, type SidecarProc } from "../support/sidecar.js";
 import { waitFor } from "../support/wait.js";
 import { TLS_CLIENT_OPTIONS, checkHealth, tlsCredentials, type TlsFiles } from "../sidecar/secure-sidecar.js";
-import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
+import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, csiDriver, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, userPod, volumeAttachment } from "../support/fixtures.js";
 
 export const CAN = "csiaddons.openshift.io/v1alpha1";
 export const HANDLED = HANDLED_RESTART;
@@ -72,6 +72,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       if (o.withoutAttach?.includes(name)) return [pv(name, { claim: claimOf(name) }), userPod(`app-${name}`, [claimOf(name)])];
       return [pv(name, { claim: o.claims?.[name] }), volumeAttachment(name, handleOf(name))];
     }),
+    // A driver without attach says so on its CSIDriver: only then are the node's Pods listed.
+    ...(o.withoutAttach?.length ? [csiDriver(false)] : []),
     ...(o.extra ?? []),
   ];
   const kube = await startKubeApi({ crdFiles: [upstreamCrdFile], seed, ...o.kube });
