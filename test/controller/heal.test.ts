@@ -1272,3 +1272,23 @@ test("heal subcommand: volumes not answered by the deadline are cancelled and li
   assert.deepEqual(t.progress, ["[1/2] pv-1: HEALED"]);
   assert.equal(f.signals[f.calls.indexOf("pv-2")]?.aborted, true, "the call in flight is cancelled");
 });
+
+test("controller: at lead, the first periodic checks of the nodes are spread over the interval, not all due within its jitter", async (t) => {
+  const f = fake(() => HEALED);
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 800, random: () => 0.5, others: [other(2), other(3), other(4)] });
+  t.after(() => c.close());
+  const firstAt = new Map<string, number>();
+  const t0 = Date.now();
+  c.lead();
+  await waitFor("every node's first check", () => {
+    for (const pv of f.calls) {
+      const node = pv.includes("-pv-") ? pv.split("-pv-")[0]! : "n1";
+      if (!firstAt.has(node)) firstAt.set(node, Date.now() - t0);
+    }
+    return firstAt.size === 4;
+  }, { timeoutMs: 5_000, intervalMs: 5 });
+  const times = [...firstAt.values()].sort((a, b) => a - b);
+  // Due at 100, 300, 500 and 700 ms (the i-th of 4 at (i + 0.5) / 4 of 800 ms); jittered alone, all at 720-880 ms.
+  assert.ok(times[3]! - times[0]! >= 400, `first checks at ${times.join(", ")} ms`);
+  assert.ok(times[0]! < 400, `the first node checked within half the interval: ${times[0]} ms`);
+});
