@@ -108,7 +108,7 @@ test("the CSIAddonsNode deleted: made again with the restart annotations and the
   // The controller's marker, as it writes it (a merge patch of that one annotation).
   const obj = stored()!;
   const marker = "controller-wrote-this";
-  await kube.update({ ...obj, metadata: { ...obj.metadata, annotations: { ...obj.metadata.annotations, [HANDLED_RESTART]: marker } } } as never);
+  kube.update({ ...obj, metadata: { ...obj.metadata, annotations: { ...obj.metadata.annotations, [HANDLED_RESTART]: marker } } } as never);
   const want = { ...stored()!.metadata.annotations! };
   // What it carries is what it saw: wait until its watch showed it the marker.
   await waitFor("the sidecar to see the handled marker", () =>
