@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
-import { ConfigError, helpText, parseConfig, type Config, type HealCommand } from "../../controller/config/config.js";
+import { ConfigError, FLAGS, HEAL_FLAGS, helpText, parseConfig, type Config, type HealCommand } from "../../controller/config/config.js";
 
 const run = (argv: string[], env: NodeJS.ProcessEnv = {}): Config => {
   const r = parseConfig(argv, env);
@@ -166,4 +166,16 @@ test("--help and --version are answers of their own, before any other value is c
   for (const line of ["Usage: csi-addons-healer-controller [flags]", "heal --node N", "--sidecar-ca-file", "--leader-election-retry-period", "heal subcommand:", "--mode"]) {
     assert.ok(text.includes(line), line);
   }
+});
+
+test("every declared default is the one applied: the config without a flag equals the config with --flag=<its default>", () => {
+  const declared = FLAGS.filter((f) => f.default !== undefined);
+  assert.ok(declared.length >= 15, `${declared.length} flags declare a default`);
+  const tls = ["--sidecar-ca-file=ca.pem"];
+  const plain = run(tls);
+  for (const f of declared) assert.deepEqual(run([...tls, `--${f.name}=${f.default}`]), plain, `--${f.name}`);
+  for (const f of HEAL_FLAGS.filter((h) => h.default !== undefined)) {
+    assert.deepEqual(heal([...tls, "--node=n", `--${f.name}=${f.default}`]), heal([...tls, "--node=n"]), `heal --${f.name}`);
+  }
+  for (const f of [...FLAGS, ...HEAL_FLAGS]) if (f.default) assert.ok(helpText().includes(`(default ${f.default})`), `--help shows --${f.name}'s default`);
 });

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConfigError, parseConfig, type Config } from "../../sidecar/config/config.js";
+import { ConfigError, FLAGS, parseConfig, type Config } from "../../sidecar/config/config.js";
 import { parseDuration } from "../../common/config/duration.js";
 import { startTs } from "../support/proc.js";
 
@@ -278,4 +278,12 @@ test("upstream TLS name lists: one name is a list; an empty list is refused; a r
   rejects([...base, "--tls-curve-preferences=,"], "tls-curve-preferences");
   const err = rejects([...base, "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_RC4_128_SHA"], "tls-cipher-suites");
   assert.match(err.message, /unsupported "TLS_RSA_WITH_RC4_128_SHA"; supported: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, /);
+});
+
+test("every declared default is the one applied: the config without a flag equals the config with --flag=<its default>", () => {
+  const declared = FLAGS.filter((f) => f.default !== undefined);
+  assert.ok(declared.length >= 15, `${declared.length} flags declare a default`);
+  const required = ["--node-id=n1", "--pod=p", "--namespace=ns"];
+  const plain = cfg(required);
+  for (const f of declared) assert.deepEqual(cfg([...required, `--${f.name}=${f.default}`]), plain, `--${f.name}`);
 });
