@@ -75,8 +75,20 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const middlewares: Middleware[] = [loggingMiddleware({ repeats, onRefused: refused }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
-      authMiddleware({ kube, audiences: config.authAudiences, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
+      authMiddleware({
+        kube,
+        audiences: config.authAudiences,
+        namespace: config.namespace,
+        rule: config.authz,
+        singlePermission: config.authSinglePermission,
+        cacheTtlMs: config.authCacheTtlMs,
+      }),
     );
+    if (config.authSinglePermission) {
+      logger.warn("--auth-weaker-single-permission: one permission opens every service (heal, fence, replication, ...); grant per service instead", {
+        permission: `${config.authz.verb} ${config.authz.resource}`,
+      });
+    }
   } else {
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
   }

@@ -5,6 +5,7 @@ import { FlagError as ConfigError, parseFlags, usage, withDefaults, type FlagSpe
 import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
+import { nodeAudience } from "../../common/auth/audience.js";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../../common/log/logger.js";
 import { TERMINATION_LOG_FLAG, terminationLogOf } from "../../common/process/entry.js";
 export type { LogFormat, LogLevel };
@@ -15,6 +16,8 @@ export { ANY_ADDRESS };
 
 /** In --auth-audience: "the API server's own audiences" (a TokenReview without spec.audiences). */
 export const API_SERVER_AUDIENCE = "@api-server";
+/** In --auth-audience: this node's audience, csi-addons-healer/<node-id> (common/auth/audience.ts). */
+export const NODE_AUDIENCE = "@node";
 
 export interface AuthzRule {
   verb: string;
@@ -49,9 +52,12 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: LogFormat;
   enableAuth: boolean;
-  /** Audiences a caller's token may carry; API_SERVER_AUDIENCE stands for the API server's own. */
+  /** Audiences a caller's token may carry (@node expanded); API_SERVER_AUDIENCE stands for the API server's own. */
   authAudiences: string[];
+  /** Verb, group and resource of the SubjectAccessReview; per service its family is the subresource. */
   authz: AuthzRule;
+  /** The weaker choice: one SubjectAccessReview (authz, no subresource) for every service. */
+  authSinglePermission: boolean;
   authCacheTtlMs: number;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
@@ -102,10 +108,11 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug; when not given, -v or --zap-log-level of the upstream sidecar decide", default: "info" },
   { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text; when not given, the upstream sidecar's --zap-encoder decides", default: "json" },
   { name: "enable-auth", kind: "bool", env: "ENABLE_AUTH", help: "TLS + bearer-token authentication of callers; when not given, the upstream sidecar's --enable-authentication decides", default: "true" },
-  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: `comma-separated audiences a caller's token may carry; ${API_SERVER_AUDIENCE} = the API server's own`, default: `csi-addons-healer,${API_SERVER_AUDIENCE}` },
+  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: `comma-separated audiences a caller's token may carry; ${NODE_AUDIENCE} = this node's (csi-addons-healer/<node-id>), ${API_SERVER_AUDIENCE} = the API server's own`, default: `${NODE_AUDIENCE},${API_SERVER_AUDIENCE}` },
   { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb", default: "call" },
   { name: "auth-group", kind: "string", env: "AUTH_GROUP", help: "SubjectAccessReview API group", default: "csiaddons.openshift.io" },
-  { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource", default: "csiaddonsnodes" },
+  { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource; each service family is its subresource (heal, reclaimspace, ...)", default: "csiaddonsnodes" },
+  { name: "auth-weaker-single-permission", kind: "bool", env: "AUTH_WEAKER_SINGLE_PERMISSION", help: "WEAKER: one permission (--auth-verb on --auth-resource, no subresource) opens every service, as before per-service authorization", default: "false" },
   { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached", default: "30s" },
   { name: "tls-cert-file", kind: "string", env: "TLS_CERT_FILE", help: "server certificate", defaultNote: "self-signed" },
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
@@ -165,8 +172,9 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     logLevel: (!given.has("log-level") && upstream(() => upstreamLogLevel(raw))) || oneOf(raw, "log-level", LOG_LEVELS),
     logFormat: (!given.has("log-format") && upstream(() => upstreamLogFormat(raw))) || oneOf(raw, "log-format", LOG_FORMATS),
     enableAuth,
-    authAudiences: audienceList(raw),
+    authAudiences: audienceList(raw, required(raw, "node-id")),
     authz: { verb: str("auth-verb"), group: str("auth-group"), resource: str("auth-resource") },
+    authSinglePermission: bool(raw, "auth-weaker-single-permission"),
     authCacheTtlMs: duration(raw, "auth-cache-ttl"),
     tlsCertFile: raw.get("tls-cert-file") || undefined,
     tlsKeyFile: raw.get("tls-key-file") || undefined,
@@ -212,11 +220,11 @@ function leaderElection(raw: ReadonlyMap<string, string>): LeaderElectionConfig 
   return le;
 }
 
-function audienceList(raw: ReadonlyMap<string, string>): string[] {
+function audienceList(raw: ReadonlyMap<string, string>, nodeId: string): string[] {
   const v = raw.get("auth-audience") ?? "";
   const list = v.split(",").map((a) => a.trim());
   if (list.some((a) => !a)) {
     throw new ConfigError("auth-audience", `--auth-audience must be a comma-separated list of audiences (or ${API_SERVER_AUDIENCE}), got ${JSON.stringify(v)}`);
   }
-  return [...new Set(list)];
+  return [...new Set(list.map((a) => (a === NODE_AUDIENCE ? nodeAudience(nodeId) : a)))];
 }

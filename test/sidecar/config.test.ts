@@ -36,10 +36,13 @@ test("defaults of DESIGN 4.1", () => {
   assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
 });
 
-test("AUTH-POLICY defaults: our audience and the API server's; a dedicated verb; all configurable", () => {
+test("AUTH-POLICY defaults: this node's audience and the API server's; a dedicated verb per service; all configurable", () => {
   const c = cfg(["--node-id=n1", "--pod=p", "--namespace=ns"]);
   assert.equal(c.enableAuth, true);
-  assert.deepEqual(c.authAudiences, ["csi-addons-healer", "@api-server"]);
+  assert.deepEqual(c.authAudiences, ["csi-addons-healer/n1", "@api-server"]);
+  assert.equal(c.authSinglePermission, false);
+  assert.equal(cfg([...base, "--auth-weaker-single-permission"]).authSinglePermission, true);
+  assert.deepEqual(cfg(["--node-id=n2", "--pod=p", "--namespace=ns", "--auth-audience=@node,csi-addons-healer"]).authAudiences, ["csi-addons-healer/n2", "csi-addons-healer"]);
   assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
   const d = cfg([...base, "--auth-audience= a , @api-server,a", "--auth-verb=heal", "--auth-resource=pods", "--auth-group="]);
   assert.deepEqual(d.authAudiences, ["a", "@api-server"]);
