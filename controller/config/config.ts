@@ -46,7 +46,12 @@ export interface Config {
   /** Deadline of one HealVolume call. */
   healTimeoutMs: number;
   sidecarTls: SidecarTls;
+  /** The weaker choice: one token (a file) for every sidecar. */
   tokenFile: string | undefined;
+  /** Our own ServiceAccount: a TokenRequest per node (audience csi-addons-healer/<node>) for that node's sidecars. */
+  tokenServiceAccount: { namespace: string; name: string } | undefined;
+  /** Lifetime asked for each per-node token (the API server may grant less). */
+  tokenExpirationSeconds: number;
   httpEndpoint: { host: string; port: number } | undefined;
   leader: LeaderElection;
   logLevel: LogLevel;
@@ -83,7 +88,9 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "sidecar-ca-file", kind: "string", env: "SIDECAR_CA_FILE", help: "CA bundle that verifies the sidecars' certificates" },
   { name: "sidecar-tls-server-name", kind: "string", env: "SIDECAR_TLS_SERVER_NAME", help: "name the sidecars' certificates must carry" },
   { name: "sidecar-tls-insecure-skip-verify", kind: "bool", env: "SIDECAR_TLS_INSECURE_SKIP_VERIFY", help: "TLS without verifying the sidecars", default: "false" },
-  { name: "token-file", kind: "string", env: "TOKEN_FILE", help: "bearer token for the sidecars, re-read when it changes (projected ServiceAccount token)" },
+  { name: "service-account", kind: "string", env: "SERVICE_ACCOUNT", help: "<namespace>/<name> of the controller's own ServiceAccount: each node's sidecars get a token of their own, requested for it (TokenRequest, audience csi-addons-healer/<node>)" },
+  { name: "token-expiration", kind: "string", env: "TOKEN_EXPIRATION", help: "lifetime asked for each per-node token, renewed at 80%; at least 10m", default: "1h" },
+  { name: "token-file", kind: "string", env: "TOKEN_FILE", help: "WEAKER than --service-account: one bearer token for every sidecar, re-read when it changes (a projected ServiceAccount token)" },
   { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics", defaultNote: "off" },
   { name: "leader-elect", kind: "bool", env: "LEADER_ELECT", help: "leader election on a Lease", defaultNote: "true in-cluster, false with --kubeconfig" },
   { name: "leader-election-namespace", kind: "string", env: "POD_NAMESPACE", help: "namespace of the Lease", defaultNote: "this pod's, else default" },
@@ -148,6 +155,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     healTimeoutMs: positive(raw, "heal-timeout"),
     sidecarTls: tls,
     tokenFile: raw.get("token-file") || undefined,
+    tokenServiceAccount: serviceAccount(raw),
+    tokenExpirationSeconds: Math.round(duration(raw, "token-expiration") / 1000),
     httpEndpoint: hostPort(raw, "http-endpoint"),
     leader: {
       enabled: !isHeal && (raw.has("leader-elect") ? bool(raw, "leader-elect") : inCluster),
@@ -164,6 +173,8 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     terminationLog: terminationLogOf(raw),
   };
   checkLeaseTimings(config.leader);
+  if (config.tokenFile && config.tokenServiceAccount) throw new FlagError("token-file", "--token-file and --service-account exclude each other: per-node tokens (--service-account) or one token for every sidecar (--token-file)");
+  if (config.tokenExpirationSeconds < 600) throw new FlagError("token-expiration", "--token-expiration must be at least 10m (the TokenRequest API's minimum)");
   if (!isHeal) return { kind: "run", config };
   const heal: HealCommand = {
     node: required(raw, "node"),
@@ -171,6 +182,14 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     mode: oneOf(raw, "mode", HEAL_MODES),
   };
   return { kind: "heal", config, heal };
+}
+
+function serviceAccount(raw: ReadonlyMap<string, string>): { namespace: string; name: string } | undefined {
+  const v = raw.get("service-account");
+  if (!v) return undefined;
+  const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(v);
+  if (!m) throw new FlagError("service-account", `--service-account must be <namespace>/<name>, got ${JSON.stringify(v)}`);
+  return { namespace: m[1]!, name: m[3]! };
 }
 
 function positive(raw: ReadonlyMap<string, string>, name: string): number {

@@ -50,6 +50,11 @@ export interface KubeWrites {
   createEvent(namespace: string, e: EventRecord, signal: AbortSignal): Promise<string>;
   /** A repeat of an Event: count and lastTimestamp only. */
   bumpEvent(namespace: string, name: string, count: number, signal: AbortSignal): Promise<void>;
+  /**
+   * A token for the ServiceAccount namespace/name (TokenRequest), bound to `audiences`, with the
+   * expiry the API server granted (it may be shorter than asked).
+   */
+  requestToken(namespace: string, name: string, audiences: string[], expirationSeconds: number, signal: AbortSignal): Promise<IssuedToken>;
   readLease(namespace: string, name: string, signal: AbortSignal): Promise<StoredLease | undefined>;
   /** false when another replica wrote first (409). */
   writeLease(namespace: string, name: string, lease: LeaseRecord, resourceVersion: string | undefined, signal: AbortSignal): Promise<boolean>;
@@ -59,6 +64,11 @@ export interface NodeClaim {
   claim: string;
   /** The earliest status.startTime of a Pod of the node using it (ms since the epoch). */
   since: number | undefined;
+}
+
+export interface IssuedToken {
+  token: string;
+  expiresAtMs: number;
 }
 
 /** Kubernetes API status of a failed request (0 when it never got an answer). */

@@ -156,6 +156,19 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         signal: deadline(signal),
       });
     },
+    async requestToken(namespace, name, audiences, expirationSeconds, signal) {
+      const what = `create token for ServiceAccount ${namespace}/${name}`;
+      const tr = await jsonRequest<{ status?: { token?: string; expirationTimestamp?: string } }>(kc, agents, {
+        what,
+        method: "POST",
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences, expirationSeconds } },
+        signal: deadline(signal),
+      });
+      const expiresAtMs = Date.parse(tr.status?.expirationTimestamp ?? "");
+      if (!tr.status?.token || Number.isNaN(expiresAtMs)) throw new KubeRequestError(201, `${what}: the answer has no token or expirationTimestamp`);
+      return { token: tr.status.token, expiresAtMs };
+    },
     async readLease(namespace, name, signal) {
       try {
         const lease = await request(`get Lease ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, requestOptions(signal)));

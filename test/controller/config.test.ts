@@ -59,6 +59,8 @@ test("defaults: in a cluster, TLS verified against the CA and leader election on
     healTimeoutMs: 180_000,
     sidecarTls: { enabled: true, caFile: "/ca.crt", serverName: undefined, insecureSkipVerify: false },
     tokenFile: undefined,
+    tokenServiceAccount: undefined,
+    tokenExpirationSeconds: 3600,
     httpEndpoint: undefined,
     leader: {
       enabled: true,
@@ -116,6 +118,8 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     healTimeoutMs: 300_000,
     sidecarTls: { enabled: true, caFile: "/etc/healer/ca.crt", serverName: "csi-addons-sidecar", insecureSkipVerify: false },
     tokenFile: "/var/run/secrets/tokens/healer",
+    tokenServiceAccount: undefined,
+    tokenExpirationSeconds: 3600,
     httpEndpoint: { host: "::", port: 8080 },
     leader: { enabled: true, namespace: "healer", name: "healer-lease", identity: "healer-7d9f-abcde", leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
     logLevel: "debug",

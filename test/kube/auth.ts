@@ -50,6 +50,11 @@ export class Auth {
     this.tokens.set(token, { ...user, groups: [...(user.groups ?? [])] });
   }
 
+  /** The tokens issued to `username`, with their audiences (tests replay them elsewhere). */
+  tokensOf(username: string): { token: string; audiences: string[] }[] {
+    return [...this.tokens].filter(([, u]) => u.username === username).map(([token, u]) => ({ token, audiences: [...(u.audiences ?? [])] }));
+  }
+
   allow(subject: string, rule: Rule): void {
     const list = this.rules.get(subject) ?? [];
     list.push({ ...rule });

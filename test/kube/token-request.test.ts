@@ -19,7 +19,9 @@ kubeSuite({ requireRbac: true, seed: [{ apiVersion: "v1", kind: "Namespace", met
 });
 
 const request = (c: Clients, name: string, spec: { audiences?: string[]; expirationSeconds?: number }) =>
-  c.core.createNamespacedServiceAccountToken({ namespace: "csi", name, body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: spec as never } });
+  c.core
+    .createNamespacedServiceAccountToken({ namespace: "csi", name, body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: spec as never } })
+    .then((r) => ({ spec: r.spec, status: r.status! }));
 const review = (token: string, audiences?: string[]) =>
   admin.authn.createTokenReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences } } });
 
