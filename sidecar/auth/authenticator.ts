@@ -13,7 +13,13 @@ import { DomainError, permissionDenied, unauthenticated, unavailable } from "../
 import { KubeError, type KubeApi, type UserInfo } from "../kube/api.js";
 import type { Middleware } from "../server/context.js";
 import { TtlCache } from "../util/ttl-cache.js";
-import { accessOf } from "./families.js";
+import { accessOf, FAMILIES } from "./families.js";
+
+/** The identity pass-through: open to a caller that may call at least one family (in order, each answer cached). */
+async function anyFamily(may: (subresource: string) => Promise<May>): Promise<boolean> {
+  for (const f of FAMILIES) if (!(await may(f)).error) return true;
+  return false;
+}
 
 export interface AuthOptions {
   kube: KubeApi;
@@ -78,10 +84,12 @@ export function authMiddleware(opts: AuthOptions): Middleware {
     if ("error" in who) throw who.error;
     const access = accessOf(ctx.method);
     if (access.kind === "unknown") throw permissionDenied(`service ${access.service} belongs to no authorization family; no caller may call it`);
+    const may = (subresource: string | undefined) => grants.get(`${key}|${subresource ?? ""}`, () => authorize(who.user, subresource));
     if (single || access.kind === "family") {
-      const subresource = single || access.kind !== "family" ? undefined : access.family;
-      const may = await grants.get(`${key}|${subresource ?? ""}`, () => authorize(who.user, subresource));
-      if (may.error) throw may.error;
+      const answer = await may(single || access.kind !== "family" ? undefined : access.family);
+      if (answer.error) throw answer.error;
+    } else if (!(await anyFamily(may))) {
+      throw permissionDenied(`user ${who.user.username} may not ${verb} any service family (${resource}/<family>) in namespace ${opts.namespace}`);
     }
     ctx.user = who.user;
     return next(req, ctx);
