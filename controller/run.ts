@@ -11,6 +11,7 @@ import type { Config } from "./config/config.js";
 import { HealController } from "./heal/controller.js";
 import type { PassDeps } from "./heal/pass.js";
 import { WorkQueue } from "./heal/queue.js";
+import { nodeVolumes } from "./heal/node-volumes.js";
 import { createKubeWrites, loadKubeConfig } from "./kube/client.js";
 import { ClusterCache } from "./kube/cluster.js";
 import { LeaseElector } from "../common/election/lease-elector.js";
@@ -20,6 +21,7 @@ import { Reporter } from "./report/reporter.js";
 import { channelSetup } from "./sidecars/credentials.js";
 import { SidecarPool } from "./sidecars/pool.js";
 import { TokenFile } from "./sidecars/token.js";
+import { NodeTokens } from "./sidecars/node-tokens.js";
 
 export interface Parts {
   cluster: ClusterCache;
@@ -37,8 +39,7 @@ export const EVENTS_FLUSH_MS = 5_000;
 export function buildParts(config: Config, logger: Logger): Parts {
   const kc = loadKubeConfig(config.kubeconfig);
   const kube = createKubeWrites(kc);
-  const token = config.tokenFile ? new TokenFile(config.tokenFile) : undefined;
-  const pool = new SidecarPool(kube, channelSetup(config.sidecarTls), () => token?.read());
+  const pool = sidecarPool(config, kube, logger);
   const metrics = createMetrics(() => pool.countByState());
   const queue = new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals });
   const events = new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }, { heals: queue });
@@ -51,9 +52,24 @@ export function buildParts(config: Config, logger: Logger): Parts {
     reporter,
     logger,
     retry: { maxAttempts: config.maxAttempts, initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs, healTimeoutMs: config.healTimeoutMs },
-    podVolumes: async (s, signal) => cluster.volumesOfClaims(s, await kube.claimsOnNode(s.nodeId, signal)),
+    ...nodeVolumes(cluster, kube, logger),
   };
   return { cluster, pool, metrics, passDeps, kube, events };
+}
+
+/** The sidecars' channels with their tokens: per node (TokenRequest), one from a file (weaker), or none. */
+function sidecarPool(config: Config, kube: ReturnType<typeof createKubeWrites>, logger: Logger): SidecarPool {
+  const setup = channelSetup(config.sidecarTls);
+  if (config.tokenServiceAccount) {
+    const tokens = new NodeTokens(kube, config.tokenServiceAccount, config.tokenExpirationSeconds);
+    return new SidecarPool(kube, setup, (node, signal) => tokens.get(node, signal), (node, token) => tokens.refused(node, token));
+  }
+  if (config.tokenFile) {
+    logger.warn("--token-file: one token for every sidecar, so whoever reads it on one node can replay it to all; --service-account gives each node its own");
+    const file = new TokenFile(config.tokenFile);
+    return new SidecarPool(kube, setup, () => file.read());
+  }
+  return new SidecarPool(kube, setup, () => undefined);
 }
 
 export interface Controller {
@@ -75,7 +91,8 @@ export async function startController(config: Config, logger: Logger): Promise<C
   if (config.httpEndpoint) http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
 
-  const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs });
+  const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs, restartHealMode: config.restartHealMode });
+  metrics.watchWaiting(() => healer.waiting());
   await cluster.start();
   synced = true;
   let elector: LeaseElector | undefined;

@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 
 export const PROGRAM = "csi-addons-driver-stub";
 
-export const USAGE = `Usage: ${PROGRAM} --name <driver> --addons-endpoint unix://<path> --csi-endpoint unix://<path> [--state FILE] [--call-log FILE]
+export const USAGE = `Usage: ${PROGRAM} --name <driver> --addons-endpoint unix://<path> --csi-endpoint unix://<path> [--state FILE] [--call-log FILE] [--no-boot-id]
 
 A reference CSI-Addons driver for tests and demos. Serves identity.Identity,
 healer.v1.VolumeHealerNode and the csi-addons spec services (reclaimspace, encryptionkeyrotation,
@@ -13,6 +13,8 @@ fence, replication, volumegroup) on the addons socket, and csi.v1 Identity/Node 
   --name NAME                 driver name reported by GetIdentity and GetPluginInfo (required)
   --addons-endpoint unix://P  CSI-Addons server socket (required)
   --csi-endpoint unix://P     CSI server socket (required)
+  --no-boot-id                report no bootId in GetIdentity's manifest: a driver that breaks the
+                              contract, whose restarts a sidecar can tell only as reconnections
   --state FILE                JSON state file, re-read when it changes; absent = no volumes,
                               ready, the healer capabilities on and the others off. Shape:
                               {"ready": true, "capabilities": {"getVolumeHealth": true, "healVolume": true,
@@ -43,6 +45,8 @@ export interface StubConfig {
   csiSocket: string;
   stateFile?: string;
   callLogFile?: string;
+  /** GetIdentity's manifest carries no bootId. */
+  noBootId?: boolean;
 }
 
 export type Command = { kind: "help" } | { kind: "version" } | { kind: "run"; config: StubConfig };
@@ -69,11 +73,17 @@ function socketPath(flag: string, endpoint: string): string {
 /** Parses argv (without node and script); throws UsageError on any mistake. */
 export function parseArgs(argv: readonly string[]): Command {
   const values = new Map<ValueFlag, string>();
+  let noBootId = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith("--")) throw new UsageError(`unexpected argument "${arg}"`);
     const eq = arg.indexOf("=");
     const flag = arg.slice(2, eq === -1 ? undefined : eq);
+    if (flag === "no-boot-id") {
+      if (eq !== -1) throw new UsageError(`--${flag} takes no value`);
+      noBootId = true;
+      continue;
+    }
     if (flag === "help" || flag === "version") {
       if (eq !== -1) throw new UsageError(`--${flag} takes no value`);
       return { kind: flag };
@@ -104,6 +114,7 @@ export function parseArgs(argv: readonly string[]): Command {
       csiSocket,
       ...(state !== undefined && { stateFile: resolve(state) }),
       ...(callLog !== undefined && { callLogFile: resolve(callLog) }),
+      ...(noBootId && { noBootId }),
     },
   };
 }

@@ -10,6 +10,8 @@ export interface DriverInfo {
   vendorVersion: string;
   /** Fresh per process start: lets a sidecar tell a restarted driver (whose mounts died) apart. */
   bootId: string;
+  /** Not reported (--no-boot-id). */
+  hideBootId?: boolean;
 }
 
 export interface Driver {
@@ -20,7 +22,7 @@ export interface Driver {
 
 /** GetIdentity (addons) and GetPluginInfo (CSI) describe the same driver the same way. */
 export function identify(info: DriverInfo): { name: string; vendorVersion: string; manifest: Record<string, string> } {
-  return { name: info.name, vendorVersion: info.vendorVersion, manifest: { bootId: info.bootId } };
+  return { name: info.name, vendorVersion: info.vendorVersion, manifest: info.hideBootId ? {} : { bootId: info.bootId } };
 }
 
 /** Both Probes answer `ready` explicitly: unset also means ready, but callers should not have to know. */

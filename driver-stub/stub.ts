@@ -57,7 +57,7 @@ export async function startStub(config: StubConfig, out: Output): Promise<Runnin
   const store = new StateStore(config.stateFile, out.warn);
   const log = new CallLog(config.callLogFile);
   const driver: Driver = {
-    info: { name: config.name, vendorVersion: packageVersion(), bootId: randomUUID() },
+    info: { name: config.name, vendorVersion: packageVersion(), bootId: randomUUID(), hideBootId: config.noBootId },
     store,
     locks: new VolumeLocks(),
   };

@@ -75,8 +75,20 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   const middlewares: Middleware[] = [loggingMiddleware({ repeats, onRefused: refused }), deadlineMiddleware(config.timeoutMs)];
   if (config.enableAuth) {
     middlewares.push(
-      authMiddleware({ kube, audiences: config.authAudiences, namespace: config.namespace, rule: config.authz, cacheTtlMs: config.authCacheTtlMs }),
+      authMiddleware({
+        kube,
+        audiences: config.authAudiences,
+        namespace: config.namespace,
+        rule: config.authz,
+        singlePermission: config.authSinglePermission,
+        cacheTtlMs: config.authCacheTtlMs,
+      }),
     );
+    if (config.authSinglePermission) {
+      logger.warn("--auth-weaker-single-permission: one permission opens every service (heal, fence, replication, ...); grant per service instead", {
+        permission: `${config.authz.verb} ${config.authz.resource}`,
+      });
+    }
   } else {
     logger.warn("caller authentication is OFF (--enable-auth=false): anyone who reaches the controller port can heal volumes");
   }
@@ -119,19 +131,16 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   manager.presence.on("change", (c) => readiness.set("node", c.ok, c.reason, c.since));
   const lease = new ControllerLease({ kube, logger, identity: config.pod, config: config.leaderElection });
-  driver.on("ready", ({ info, restarted }) => {
-    if (restarted) {
-      // A restarted driver has lost its user-space mounts: tell the controller to heal.
-      logger.warn("driver restarted; recording it on the CSIAddonsNode", { driver: info.name });
-      manager.recordDriverRestart(new Date());
-    }
+  driver.on("ready", (ev) => {
+    const { info } = ev;
+    // A restarted driver has lost its user-space mounts: the CSIAddonsNode tells the controller to heal.
+    manager.driverBooted(ev);
     manager.setDriver(info.name);
     lease.follow(info).catch((err: unknown) => logger.error("leader election failed", { reason: err instanceof Error ? err.message : String(err) }));
     readiness.set("driver", true, `driver ${info.name} connected and ready`);
   });
   driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
-  pods.start();
   pvs.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;

@@ -7,6 +7,10 @@ export interface FlagSpec {
   kind: FlagKind;
   env?: string;
   help: string;
+  /** The value when neither the flag nor its variable is set, as one would type it: applied by withDefaults, shown by usage. */
+  default?: string;
+  /** A default that depends on other flags or the environment, described for --help (the code computes it). */
+  defaultNote?: string;
 }
 
 export class FlagError extends Error {
@@ -48,8 +52,18 @@ export function parseFlags(specs: readonly FlagSpec[], argv: readonly string[], 
   return values;
 }
 
+/** The given values (parseFlags) with every declared default filled in where nothing was given. */
+export function withDefaults(specs: readonly FlagSpec[], given: ReadonlyMap<string, string>): Map<string, string> {
+  const values = new Map(given);
+  for (const s of specs) if (s.default !== undefined && !values.has(s.name)) values.set(s.name, s.default);
+  return values;
+}
+
 export function usage(specs: readonly FlagSpec[]): string {
   return specs
-    .map((s) => `  --${s.name}${s.kind === "bool" ? "" : " value"}${s.env ? ` (env ${s.env})` : ""}\n      ${s.help}`)
+    .map((s) => {
+      const dflt = s.default !== undefined ? ` (default ${s.default === "" ? '""' : s.default})` : s.defaultNote ? ` (default ${s.defaultNote})` : "";
+      return `  --${s.name}${s.kind === "bool" ? "" : " value"}${s.env ? ` (env ${s.env})` : ""}\n      ${s.help}${dflt}`;
+    })
     .join("\n");
 }

@@ -3,8 +3,10 @@
 // log secret values in the first place.
 import winston from "winston";
 
-export type LogFormat = "json" | "text";
-export type LogLevel = "error" | "warn" | "info" | "debug";
+export const LOG_FORMATS = ["json", "text"] as const;
+export const LOG_LEVELS = ["error", "warn", "info", "debug"] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export type Logger = winston.Logger;
 

@@ -12,7 +12,8 @@ export const TERMINATION_LOG_FLAG: FlagSpec = {
   name: "termination-log",
   kind: "string",
   env: "TERMINATION_LOG",
-  help: `file a fatal exit writes its reason to (default ${DEFAULT_TERMINATION_LOG})`,
+  help: "file a fatal exit writes its reason to",
+  default: DEFAULT_TERMINATION_LOG,
 };
 
 /** The --termination-log a parsed command line names; an empty value means the default too. */

@@ -2,9 +2,12 @@
 // that reads process.env (through the `env` argument). Same flag style as the sidecar.
 import { checkLeaseTimings } from "../../common/election/timings.js";
 import { hostname } from "node:os";
-import { FlagError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
+import { FlagError, parseFlags, usage, withDefaults, type FlagSpec } from "../../common/config/flags.js";
 import { bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
-import type { LogFormat, LogLevel } from "../../common/log/logger.js";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../../common/log/logger.js";
+
+const HEAL_MODES = ["always", "if-abnormal"] as const;
+type HealMode = (typeof HEAL_MODES)[number];
 import { TERMINATION_LOG_FLAG, terminationLogOf } from "../../common/process/entry.js";
 
 export { FlagError as ConfigError };
@@ -32,6 +35,8 @@ export interface Config {
   /** CSIAddonsNodes of this namespace only; undefined = all namespaces. */
   namespace: string | undefined;
   checkIntervalMs: number;
+  /** What a restart gets: ALWAYS (re-stage every volume) or IF_ABNORMAL (heal only what the driver finds broken). */
+  restartHealMode: HealMode;
   perNodeConcurrency: number;
   maxConcurrentHeals: number;
   /** Attempts of one call before its pass waits for the sidecar again. */
@@ -41,7 +46,12 @@ export interface Config {
   /** Deadline of one HealVolume call. */
   healTimeoutMs: number;
   sidecarTls: SidecarTls;
+  /** The weaker choice: one token (a file) for every sidecar. */
   tokenFile: string | undefined;
+  /** Our own ServiceAccount: a TokenRequest per node (audience csi-addons-healer/<node>) for that node's sidecars. */
+  tokenServiceAccount: { namespace: string; name: string } | undefined;
+  /** Lifetime asked for each per-node token (the API server may grant less). */
+  tokenExpirationSeconds: number;
   httpEndpoint: { host: string; port: number } | undefined;
   leader: LeaderElection;
   logLevel: LogLevel;
@@ -54,7 +64,7 @@ export interface Config {
 export interface HealCommand {
   node: string;
   pv: string | undefined;
-  mode: "always" | "if-abnormal";
+  mode: HealMode;
 }
 
 export type ParseResult =
@@ -63,41 +73,44 @@ export type ParseResult =
   | { kind: "help"; text: string }
   | { kind: "version" };
 
-const FLAGS: readonly FlagSpec[] = [
-  { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file (default in-cluster)" },
-  { name: "namespace", kind: "string", env: "WATCH_NAMESPACE", help: "watch CSIAddonsNodes of this namespace only (default all)" },
-  { name: "check-interval", kind: "string", env: "CHECK_INTERVAL", help: "periodic IF_ABNORMAL pass per sidecar, jittered (default 5m; 0 = off)" },
-  { name: "per-node-concurrency", kind: "string", env: "PER_NODE_CONCURRENCY", help: "calls at once to one sidecar (default 8)" },
-  { name: "max-concurrent-heals", kind: "string", env: "MAX_CONCURRENT_HEALS", help: "calls at once in the cluster (default 64)" },
-  { name: "max-attempts", kind: "string", env: "MAX_ATTEMPTS", help: "attempts of one heal on a retryable status: a volume that keeps failing is then given up; a sidecar that is down or busy is waited for again (default 5)" },
-  { name: "retry-initial-backoff", kind: "string", env: "RETRY_INITIAL_BACKOFF", help: "first retry delay, doubled per attempt, jittered (default 500ms)" },
-  { name: "retry-max-backoff", kind: "string", env: "RETRY_MAX_BACKOFF", help: "longest retry delay (default 30s)" },
-  { name: "heal-timeout", kind: "string", env: "HEAL_TIMEOUT", help: "deadline of one HealVolume call (default 3m)" },
-  { name: "sidecar-tls", kind: "bool", env: "SIDECAR_TLS", help: "TLS to the sidecars (default true; false = plaintext, local use only)" },
+export const FLAGS: readonly FlagSpec[] = [
+  { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file", defaultNote: "in-cluster" },
+  { name: "namespace", kind: "string", env: "WATCH_NAMESPACE", help: "watch CSIAddonsNodes of this namespace only", defaultNote: "all" },
+  { name: "check-interval", kind: "string", env: "CHECK_INTERVAL", help: "periodic IF_ABNORMAL pass per sidecar, jittered; 0 = off", default: "5m" },
+  { name: "restart-heal-mode", kind: "string", env: "RESTART_HEAL_MODE", help: "always|if-abnormal: what every volume of a node gets after its driver or pod restarted; if-abnormal for drivers whose heal disrupts a live mount", default: "always" },
+  { name: "per-node-concurrency", kind: "string", env: "PER_NODE_CONCURRENCY", help: "calls at once to one sidecar", default: "8" },
+  { name: "max-concurrent-heals", kind: "string", env: "MAX_CONCURRENT_HEALS", help: "calls at once in the cluster", default: "64" },
+  { name: "max-attempts", kind: "string", env: "MAX_ATTEMPTS", help: "attempts of one heal on a retryable status: a volume that keeps failing is then given up; a sidecar that is down or busy is waited for again", default: "5" },
+  { name: "retry-initial-backoff", kind: "string", env: "RETRY_INITIAL_BACKOFF", help: "first retry delay, doubled per attempt, jittered", default: "500ms" },
+  { name: "retry-max-backoff", kind: "string", env: "RETRY_MAX_BACKOFF", help: "longest retry delay", default: "30s" },
+  { name: "heal-timeout", kind: "string", env: "HEAL_TIMEOUT", help: "deadline of one HealVolume call", default: "3m" },
+  { name: "sidecar-tls", kind: "bool", env: "SIDECAR_TLS", help: "TLS to the sidecars; false = plaintext, local use only", default: "true" },
   { name: "sidecar-ca-file", kind: "string", env: "SIDECAR_CA_FILE", help: "CA bundle that verifies the sidecars' certificates" },
   { name: "sidecar-tls-server-name", kind: "string", env: "SIDECAR_TLS_SERVER_NAME", help: "name the sidecars' certificates must carry" },
-  { name: "sidecar-tls-insecure-skip-verify", kind: "bool", env: "SIDECAR_TLS_INSECURE_SKIP_VERIFY", help: "TLS without verifying the sidecars (default false)" },
-  { name: "token-file", kind: "string", env: "TOKEN_FILE", help: "bearer token for the sidecars, re-read when it changes (projected ServiceAccount token)" },
-  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics (default off)" },
-  { name: "leader-elect", kind: "bool", env: "LEADER_ELECT", help: "leader election on a Lease (default true in-cluster, false with --kubeconfig)" },
-  { name: "leader-election-namespace", kind: "string", env: "POD_NAMESPACE", help: "namespace of the Lease (default: this pod's, else default)" },
-  { name: "leader-election-id", kind: "string", env: "LEADER_ELECTION_ID", help: "name of the Lease (default csi-addons-healer-controller)" },
-  { name: "leader-election-identity", kind: "string", env: "POD_NAME", help: "this replica's name in the Lease (default the hostname)" },
-  { name: "leader-election-lease-duration", kind: "string", help: "how long a standby waits before taking over (default 15s)" },
-  { name: "leader-election-renew-deadline", kind: "string", help: "how long the leader tries to renew before giving up (default 10s)" },
-  { name: "leader-election-retry-period", kind: "string", help: "time between acquire/renew attempts (default 2s)" },
-  { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
-  { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
-  { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time heals in flight get to answer on SIGTERM before they are cancelled (default 10s)" },
+  { name: "sidecar-tls-insecure-skip-verify", kind: "bool", env: "SIDECAR_TLS_INSECURE_SKIP_VERIFY", help: "TLS without verifying the sidecars", default: "false" },
+  { name: "service-account", kind: "string", env: "SERVICE_ACCOUNT", help: "<namespace>/<name> of the controller's own ServiceAccount: each node's sidecars get a token of their own, requested for it (TokenRequest, audience csi-addons-healer/<node>)" },
+  { name: "token-expiration", kind: "string", env: "TOKEN_EXPIRATION", help: "lifetime asked for each per-node token, renewed at 80%; at least 10m", default: "1h" },
+  { name: "token-file", kind: "string", env: "TOKEN_FILE", help: "WEAKER than --service-account: one bearer token for every sidecar, re-read when it changes (a projected ServiceAccount token)" },
+  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics", defaultNote: "off" },
+  { name: "leader-elect", kind: "bool", env: "LEADER_ELECT", help: "leader election on a Lease", defaultNote: "true in-cluster, false with --kubeconfig" },
+  { name: "leader-election-namespace", kind: "string", env: "POD_NAMESPACE", help: "namespace of the Lease", defaultNote: "this pod's, else default" },
+  { name: "leader-election-id", kind: "string", env: "LEADER_ELECTION_ID", help: "name of the Lease", default: "csi-addons-healer-controller" },
+  { name: "leader-election-identity", kind: "string", env: "POD_NAME", help: "this replica's name in the Lease", defaultNote: "the hostname" },
+  { name: "leader-election-lease-duration", kind: "string", help: "how long a standby waits before taking over", default: "15s" },
+  { name: "leader-election-renew-deadline", kind: "string", help: "how long the leader tries to renew before giving up", default: "10s" },
+  { name: "leader-election-retry-period", kind: "string", help: "time between acquire/renew attempts", default: "2s" },
+  { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug", default: "info" },
+  { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text", default: "json" },
+  { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time heals in flight get to answer on SIGTERM before they are cancelled", default: "10s" },
   TERMINATION_LOG_FLAG,
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
 
-const HEAL_FLAGS: readonly FlagSpec[] = [
+export const HEAL_FLAGS: readonly FlagSpec[] = [
   { name: "node", kind: "string", help: "the Kubernetes node whose volumes to heal (required)" },
   { name: "pv", kind: "string", help: "only this PersistentVolume" },
-  { name: "mode", kind: "string", help: "always|if-abnormal (default if-abnormal)" },
+  { name: "mode", kind: "string", help: "always|if-abnormal", default: "if-abnormal" },
 ];
 
 export function helpText(): string {
@@ -112,60 +125,75 @@ export function helpText(): string {
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ParseResult {
   const isHeal = argv[0] === "heal";
-  const raw = parseFlags(isHeal ? [...FLAGS, ...HEAL_FLAGS] : FLAGS, isHeal ? argv.slice(1) : argv, env);
-  if (bool(raw, "help", false)) return { kind: "help", text: helpText() };
-  if (bool(raw, "version", false)) return { kind: "version" };
+  const specs = isHeal ? [...FLAGS, ...HEAL_FLAGS] : FLAGS;
+  const given = parseFlags(specs, isHeal ? argv.slice(1) : argv, env);
+  const raw = withDefaults(specs, given);
+  if (given.has("help") && bool(raw, "help")) return { kind: "help", text: helpText() };
+  if (given.has("version") && bool(raw, "version")) return { kind: "version" };
   const kubeconfig = raw.get("kubeconfig") || undefined;
   const inCluster = !kubeconfig && Boolean(env["KUBERNETES_SERVICE_HOST"]);
   const tls: SidecarTls = {
-    enabled: bool(raw, "sidecar-tls", true),
+    enabled: bool(raw, "sidecar-tls"),
     caFile: raw.get("sidecar-ca-file") || undefined,
     serverName: raw.get("sidecar-tls-server-name") || undefined,
-    insecureSkipVerify: bool(raw, "sidecar-tls-insecure-skip-verify", false),
+    insecureSkipVerify: bool(raw, "sidecar-tls-insecure-skip-verify"),
   };
   if (tls.enabled && !tls.caFile && !tls.insecureSkipVerify) {
     throw new FlagError("sidecar-ca-file", "--sidecar-ca-file is required with TLS (or --sidecar-tls-insecure-skip-verify, or --sidecar-tls=false for local use)");
   }
-  const backoffInitialMs = positive(raw, "retry-initial-backoff", 500);
+  const backoffInitialMs = positive(raw, "retry-initial-backoff");
   const config: Config = {
     kubeconfig,
     namespace: raw.get("namespace") || undefined,
-    checkIntervalMs: duration(raw, "check-interval", 300_000),
-    perNodeConcurrency: int(raw, "per-node-concurrency", 8, 1),
-    maxConcurrentHeals: int(raw, "max-concurrent-heals", 64, 1),
-    maxAttempts: int(raw, "max-attempts", 5, 1),
+    checkIntervalMs: duration(raw, "check-interval"),
+    restartHealMode: oneOf(raw, "restart-heal-mode", HEAL_MODES),
+    perNodeConcurrency: int(raw, "per-node-concurrency", 1),
+    maxConcurrentHeals: int(raw, "max-concurrent-heals", 1),
+    maxAttempts: int(raw, "max-attempts", 1),
     backoffInitialMs,
-    backoffMaxMs: Math.max(backoffInitialMs, positive(raw, "retry-max-backoff", 30_000)),
-    healTimeoutMs: positive(raw, "heal-timeout", 180_000),
+    backoffMaxMs: Math.max(backoffInitialMs, positive(raw, "retry-max-backoff")),
+    healTimeoutMs: positive(raw, "heal-timeout"),
     sidecarTls: tls,
     tokenFile: raw.get("token-file") || undefined,
+    tokenServiceAccount: serviceAccount(raw),
+    tokenExpirationSeconds: Math.round(duration(raw, "token-expiration") / 1000),
     httpEndpoint: hostPort(raw, "http-endpoint"),
     leader: {
-      enabled: !isHeal && bool(raw, "leader-elect", inCluster),
+      enabled: !isHeal && (raw.has("leader-elect") ? bool(raw, "leader-elect") : inCluster),
       namespace: raw.get("leader-election-namespace") || "default",
-      name: raw.get("leader-election-id") || "csi-addons-healer-controller",
+      name: raw.get("leader-election-id") ?? "",
       identity: raw.get("leader-election-identity") || hostname(),
-      leaseDurationMs: positive(raw, "leader-election-lease-duration", 15_000),
-      renewDeadlineMs: positive(raw, "leader-election-renew-deadline", 10_000),
-      retryPeriodMs: positive(raw, "leader-election-retry-period", 2_000),
+      leaseDurationMs: positive(raw, "leader-election-lease-duration"),
+      renewDeadlineMs: positive(raw, "leader-election-renew-deadline"),
+      retryPeriodMs: positive(raw, "leader-election-retry-period"),
     },
-    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, "info"),
-    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, "json"),
-    shutdownGraceMs: duration(raw, "shutdown-grace", 10_000),
+    logLevel: oneOf(raw, "log-level", LOG_LEVELS),
+    logFormat: oneOf(raw, "log-format", LOG_FORMATS),
+    shutdownGraceMs: duration(raw, "shutdown-grace"),
     terminationLog: terminationLogOf(raw),
   };
   checkLeaseTimings(config.leader);
+  if (config.tokenFile && config.tokenServiceAccount) throw new FlagError("token-file", "--token-file and --service-account exclude each other: per-node tokens (--service-account) or one token for every sidecar (--token-file)");
+  if (config.tokenExpirationSeconds < 600) throw new FlagError("token-expiration", "--token-expiration must be at least 10m (the TokenRequest API's minimum)");
   if (!isHeal) return { kind: "run", config };
   const heal: HealCommand = {
     node: required(raw, "node"),
     pv: raw.get("pv") || undefined,
-    mode: oneOf(raw, "mode", ["always", "if-abnormal"] as const, "if-abnormal"),
+    mode: oneOf(raw, "mode", HEAL_MODES),
   };
   return { kind: "heal", config, heal };
 }
 
-function positive(raw: Map<string, string>, name: string, dflt: number): number {
-  const ms = duration(raw, name, dflt);
+function serviceAccount(raw: ReadonlyMap<string, string>): { namespace: string; name: string } | undefined {
+  const v = raw.get("service-account");
+  if (!v) return undefined;
+  const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(v);
+  if (!m) throw new FlagError("service-account", `--service-account must be <namespace>/<name>, got ${JSON.stringify(v)}`);
+  return { namespace: m[1]!, name: m[3]! };
+}
+
+function positive(raw: ReadonlyMap<string, string>, name: string): number {
+  const ms = duration(raw, name);
   if (ms <= 0) throw new FlagError(name, `--${name} must be positive`);
   return ms;
 }

@@ -9,9 +9,9 @@ import { delay } from "../../common/util/delay.js";
 import type { ClusterView, KubeWrites } from "../kube/api.js";
 import { KubeRequestError } from "../kube/api.js";
 import { backoffMs, jittered } from "../plan/retry.js";
-import { HANDLED_RESTART, decideRestart, restartTime, type RestartDecision } from "../plan/trigger.js";
+import { HANDLED_RESTART, decideRestart, restartTime, type RestartDecision, type RestartHealMode } from "../plan/trigger.js";
 import type { SidecarInfo } from "../plan/types.js";
-import type { Metrics } from "../report/metrics.js";
+import type { Metrics, WaitingWork as Waiting } from "../report/metrics.js";
 import { HealPass, type PassDeps, type PassSummary } from "./pass.js";
 
 interface NodeState {
@@ -30,11 +30,19 @@ export interface HealControllerDeps {
   metrics: Metrics;
   logger: Logger;
   checkIntervalMs: number;
+  /** `--restart-heal-mode`: what a restart gets (a reconnection or a first sight is only ever checked). */
+  restartHealMode?: RestartHealMode;
+  /** How often a restart heal that is still running logs its progress. */
+  progressEveryMs?: number;
   random?: () => number;
 }
 
+
+
 /** Restart heals cut short by their object's deletion, remembered for when the sidecar makes it again. */
 const MAX_CUT_SHORT = 1024;
+/** Markers handled by this process, kept past their object's deletion. */
+const MAX_HANDLED_HERE = 65_536;
 
 export class HealController {
   private readonly nodes = new Map<string, NodeState>();
@@ -46,6 +54,13 @@ export class HealController {
    * CSIAddonsNode it cannot reach, e.g. while the driver restarts.)
    */
   private readonly cutShort = new Map<string, string>();
+  /**
+   * Sidecar key → the last marker this process handled. Our handled marker lives on the object and
+   * is lost with it; the sidecar writes back the one it last saw (DESIGN 4.3), but a deletion right
+   * after our write can come before its watch saw it. Kept across deletions and leadership, so that
+   * such a restart is not healed ALWAYS twice.
+   */
+  private readonly handledHere = new Map<string, string>();
   private generation = 0;
   private leading = false;
   private closed = false;
@@ -60,7 +75,29 @@ export class HealController {
     if (this.leading || this.closed) return;
     this.leading = true;
     this.deps.metrics.leader.set(1);
-    for (const s of this.deps.view.sidecars()) this.onSidecar("add", s);
+    // Every node's first periodic pass spread over one interval (the i-th of n at (i + U) / n of
+    // it), not all within the same minute after a start or a failover.
+    const all = this.deps.view.sidecars();
+    const live = all.filter((s) => !s.deleting);
+    const random = this.deps.random ?? Math.random;
+    const firstIn = new Map(live.map((s, i) => [s.key, (this.deps.checkIntervalMs * (i + random())) / live.length]));
+    for (const s of all) this.onSidecar("add", s, firstIn.get(s.key));
+  }
+
+  /** Heal work not answered yet, by trigger (restart work includes reconnections and first sights). */
+  waiting(): Waiting[] {
+    const by = new Map<string, Waiting>();
+    const now = Date.now();
+    for (const st of this.nodes.values()) {
+      const p = st.pass;
+      if (!p) continue;
+      const w = by.get(p.spec.trigger) ?? { trigger: p.spec.trigger, volumes: 0, nodes: 0, oldestSeconds: 0 };
+      w.volumes += p.unanswered;
+      w.nodes++;
+      w.oldestSeconds = Math.max(w.oldestSeconds, (now - p.startedAt) / 1000);
+      by.set(p.spec.trigger, w);
+    }
+    return [...by.values()];
   }
 
   /** Leadership lost: cancel every pass, its calls in flight and every timer; a standby reports no leader's numbers. */
@@ -108,7 +145,7 @@ export class HealController {
     return st;
   }
 
-  private onSidecar(type: "add" | "update" | "delete", s: SidecarInfo): void {
+  private onSidecar(type: "add" | "update" | "delete", s: SidecarInfo, firstCheckInMs?: number): void {
     if (!this.leading) return;
     if (type === "delete") {
       const st = this.nodes.get(s.key);
@@ -122,14 +159,26 @@ export class HealController {
       return;
     }
     const st = this.state(s.key);
-    let d = decideRestart(s);
+    const handledHere = this.handledHere.get(s.key);
+    let d = decideRestart(s, this.deps.restartHealMode, handledHere);
+    if (!d && handledHere !== undefined && s.annotations[HANDLED_RESTART] !== handledHere && !s.deleting) {
+      // Handled here before the object was made again: record it on the new one, heal nothing.
+      st.handledMarker = handledHere;
+      void this.writeMarker(s, handledHere, st);
+    }
     const cut = this.cutShort.get(s.key);
     if (cut !== undefined && type === "add") {
       this.cutShort.delete(s.key);
-      if (d?.trigger === "first-sight" && d.marker === cut) d = { ...d, trigger: "restart", mode: "ALWAYS" };
+      if (d?.trigger === "first-sight" && d.marker === cut) d = { ...d, trigger: "restart", mode: this.deps.restartHealMode === "if-abnormal" ? "IF_ABNORMAL" : "ALWAYS" };
     }
     if (d && d.marker !== st.handledMarker && d.marker !== st.activeMarker) this.restartPass(s, d, st);
-    if (!st.timer && !s.deleting) this.schedulePeriodic(s.key, st);
+    if (!st.timer && !s.deleting) this.schedulePeriodic(s.key, st, firstCheckInMs);
+  }
+
+  private rememberHandled(key: string, marker: string): void {
+    this.handledHere.delete(key);
+    if (this.handledHere.size >= MAX_HANDLED_HERE) this.handledHere.delete(this.handledHere.keys().next().value!);
+    this.handledHere.set(key, marker);
   }
 
   private rememberCutShort(key: string, marker: string): void {
@@ -146,12 +195,18 @@ export class HealController {
     // Counted before the pass lists the node's Pods: the volumes of a driver without attach are not
     // in it yet (the done line's answers count every volume).
     this.deps.logger.info("restart heal", { sidecar: s.key, node: s.nodeId, driver: s.driver, trigger: d.trigger, mode: d.mode, marker: d.marker, attachable: pass.spec.pvs.length });
+    const progress = setInterval(() => {
+      this.deps.logger.info("restart heal progress", { sidecar: s.key, node: s.nodeId, trigger: d.trigger, marker: d.marker, answered: pass.answered, waiting: pass.unanswered, seconds: Math.round((Date.now() - since) / 1000) });
+    }, this.deps.progressEveryMs ?? 10_000);
+    progress.unref();
     void pass.done.then(async (summary) => {
+      clearInterval(progress);
       if (st.pass !== pass) return;
       st.pass = undefined;
       st.activeMarker = undefined;
       if (!summary.completed) return;
       st.handledMarker = d.marker;
+      this.rememberHandled(s.key, d.marker);
       if (summary.skipped) {
         // Not opted in: leave the object alone (no marker written), just do not ask again.
         this.deps.logger.info("sidecar left alone", { sidecar: s.key, reason: summary.skipped });
@@ -187,7 +242,9 @@ export class HealController {
     const generation = ++this.generation;
     this.deps.pass.queue.supersede(s.key, generation);
     st.pass?.cancel();
-    const pass = new HealPass(this.deps.pass, { sidecar: s, pvs: this.deps.view.volumesOf(s), mode, trigger, generation, priority });
+    // A first sight re-stages (ALWAYS) what an older node-plugin pod staged, unless restarts are only checked.
+    const olderAlways = trigger === "first-sight" && this.deps.restartHealMode !== "if-abnormal";
+    const pass = new HealPass(this.deps.pass, { sidecar: s, pvs: this.deps.view.volumesOf(s), mode, trigger, generation, priority, olderAlways });
     st.pass = pass;
     void pass.done.then((summary) => {
       if (!summary.completed || summary.skipped || summary.unchecked || !this.leading || this.nodes.get(s.key) !== st) return;
@@ -196,19 +253,20 @@ export class HealController {
     return pass.start();
   }
 
-  private schedulePeriodic(key: string, st: NodeState): void {
+  private schedulePeriodic(key: string, st: NodeState, inMs?: number): void {
     if (this.deps.checkIntervalMs <= 0) return;
     st.timer = setTimeout(() => {
       st.timer = undefined;
       const s = this.deps.view.sidecar(key);
       if (!this.leading || this.nodes.get(key) !== st || !s || s.deleting) return;
       if (st.pass) return this.schedulePeriodic(key, st);
+      this.deps.logger.debug("periodic check", { sidecar: key, node: s.nodeId });
       const pass = this.startPass(s, "periodic", "IF_ABNORMAL", 1, st);
       void pass.done.then(() => {
         if (st.pass === pass) st.pass = undefined;
         if (this.nodes.get(key) === st && !st.timer) this.schedulePeriodic(key, st);
       });
-    }, jittered(this.deps.checkIntervalMs, this.deps.random));
+    }, inMs ?? jittered(this.deps.checkIntervalMs, this.deps.random));
     st.timer.unref();
   }
 }

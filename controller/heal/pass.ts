@@ -42,6 +42,12 @@ export interface PassDeps {
    * list of the node's Pods per pass, added to the pass's volumes before the first heal.
    */
   podVolumes?(sidecar: SidecarInfo, signal: AbortSignal): Promise<readonly PvInfo[]>;
+  /**
+   * Of these volumes, those staged by an older node-plugin pod than the sidecar's: in use on the node
+   * (attached, or mounted by a Pod) since before the sidecar's pod started, so their user-space
+   * mounts died with that older pod (DESIGN 7.2). Asked by a first sight only.
+   */
+  olderThanPod?(sidecar: SidecarInfo, pvs: readonly PvInfo[], signal: AbortSignal): Promise<ReadonlySet<string>>;
 }
 
 export interface PassSpec {
@@ -52,6 +58,8 @@ export interface PassSpec {
   generation: number;
   /** 0 for restart work, 1 for the rest. */
   priority: number;
+  /** The volumes olderThanPod names get ALWAYS, whatever `mode` says (a first sight). */
+  olderAlways?: boolean;
 }
 
 export interface PassSummary {
@@ -85,6 +93,9 @@ export class HealPass {
   /** spec.pvs and what the node's Pods add (run()). */
   private volumes: readonly PvInfo[];
   private readonly sleep: Sleep;
+  /** Volumes healed ALWAYS in a pass whose mode is IF_ABNORMAL (olderAlways). */
+  private always: ReadonlySet<string> = new Set();
+  readonly startedAt = Date.now();
 
   constructor(
     private readonly deps: PassDeps,
@@ -97,7 +108,16 @@ export class HealPass {
   }
 
   get persistent(): boolean {
-    return this.spec.trigger === "restart" || this.spec.trigger === "first-sight";
+    return this.spec.trigger === "restart" || this.spec.trigger === "reconnect" || this.spec.trigger === "first-sight";
+  }
+
+  get answered(): number {
+    return this.answers.size;
+  }
+
+  /** Volumes not answered yet (those the node's Pods add count once they are listed). */
+  get unanswered(): number {
+    return this.finished ? 0 : this.volumes.length - this.answers.size;
   }
 
   start(): this {
@@ -124,7 +144,7 @@ export class HealPass {
     if (!caps) return;
     if (!canRun(this.spec.mode, caps)) {
       // Left unhandled, this sidecar's next restart would be a first sight again, never an ALWAYS heal.
-      if (caps.healVolume && this.spec.trigger === "first-sight") {
+      if (caps.healVolume && this.persistent) {
         return this.finish({ completed: true, unchecked: `driver ${this.spec.sidecar.driver} does not offer VolumeHealer GET_VOLUME_HEALTH` });
       }
       const need = this.spec.mode === "ALWAYS" ? "HEAL_VOLUME" : "HEAL_VOLUME and GET_VOLUME_HEALTH";
@@ -133,6 +153,8 @@ export class HealPass {
     this.volumes = await (early ?? this.withPodVolumes());
     if (this.abort.signal.aborted) return;
     if (this.volumes.length === 0) return this.finish({ completed: true });
+    if (this.spec.olderAlways) this.always = await this.olderThanPod();
+    if (this.abort.signal.aborted) return;
     for (const pv of this.volumes) this.enqueue(pv, 1, 0);
   }
 
@@ -162,6 +184,21 @@ export class HealPass {
     return pvs;
   }
 
+  /** What an older node-plugin pod staged; none when that cannot be told (a restart is never invented). */
+  private async olderThanPod(): Promise<ReadonlySet<string>> {
+    const find = this.deps.olderThanPod;
+    if (!find) return new Set();
+    const { sidecar } = this.spec;
+    try {
+      const older = await find(sidecar, this.volumes, AbortSignal.any([this.abort.signal, AbortSignal.timeout(POD_LIST_TIMEOUT_MS)]));
+      if (older.size > 0) this.deps.logger.info("first sight: volumes staged by an older node-plugin pod get ALWAYS", { sidecar: sidecar.key, node: sidecar.nodeId, volumes: older.size, of: this.volumes.length });
+      return older;
+    } catch (err) {
+      if (!this.abort.signal.aborted) this.deps.logger.warn("could not tell which volumes an older node-plugin pod staged; checking them all", { sidecar: sidecar.key, error: (err as Error).message });
+      return new Set();
+    }
+  }
+
   /** `failures`: the volume's failed attempts so far that were not the sidecar being down or busy. */
   private enqueue(pv: PvInfo, attempt: number, failures: number): void {
     if (this.abort.signal.aborted) return;
@@ -174,7 +211,8 @@ export class HealPass {
     const conn = this.conn;
     // The sidecar is being looked up again: wait for it outside the queue, holding no slot.
     if (!conn) return void this.retryLater(pv, attempt, failures, 0, undefined);
-    const { sidecar, mode, trigger } = this.spec;
+    const { sidecar, trigger } = this.spec;
+    const mode = this.always.has(pv.name) ? "ALWAYS" : this.spec.mode;
     const t0 = Date.now();
     const base = { sidecar, pv, trigger, mode, attempt };
     try {

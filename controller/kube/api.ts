@@ -16,6 +16,8 @@ export interface ClusterView extends EventEmitter<ClusterEvents> {
   /** The sidecar's driver's PVs bound to these claims ("namespace/name"), none being deleted. */
   volumesOfClaims(sidecar: SidecarInfo, claims: Iterable<string>): PvInfo[];
   pv(name: string): PvInfo | undefined;
+  /** PV name → when its VolumeAttachment to the sidecar's node was created (ms since the epoch). */
+  attachedSince(sidecar: SidecarInfo): Map<string, number>;
 }
 
 export interface EventRecord {
@@ -34,15 +36,39 @@ export interface KubeWrites {
   patchCSIAddonsNodeAnnotation(namespace: string, name: string, key: string, value: string, signal: AbortSignal): Promise<void>;
   /** status.podIP of one Pod (one GET), undefined when it has none yet. */
   podIP(namespace: string, name: string, signal: AbortSignal): Promise<string | undefined>;
-  /** "namespace/claim" of every PVC that the running Pods of one node use (one list, fieldSelector spec.nodeName). */
-  claimsOnNode(nodeName: string, signal: AbortSignal): Promise<string[]>;
+  /** status.startTime of one Pod (one GET; ms since the epoch), undefined when it has none. */
+  podStartTime(namespace: string, name: string, signal: AbortSignal): Promise<number | undefined>;
+  /**
+   * Every PVC ("namespace/claim") that the running Pods of one node use, with the earliest start of
+   * a Pod using it: one list, fieldSelector spec.nodeName, resourceVersion=0 (the API server's watch
+   * cache, not a read from etcd).
+   */
+  claimsOnNode(nodeName: string, signal: AbortSignal): Promise<NodeClaim[]>;
+  /** The CSIDriver's spec.attachRequired: true when it says so or does not exist (as the kubelet reads it). */
+  attachRequired(driver: string, signal: AbortSignal): Promise<boolean>;
   /** Creates an Event; returns its name so a repeat can bump it. */
   createEvent(namespace: string, e: EventRecord, signal: AbortSignal): Promise<string>;
   /** A repeat of an Event: count and lastTimestamp only. */
   bumpEvent(namespace: string, name: string, count: number, signal: AbortSignal): Promise<void>;
+  /**
+   * A token for the ServiceAccount namespace/name (TokenRequest), bound to `audiences`, with the
+   * expiry the API server granted (it may be shorter than asked).
+   */
+  requestToken(namespace: string, name: string, audiences: string[], expirationSeconds: number, signal: AbortSignal): Promise<IssuedToken>;
   readLease(namespace: string, name: string, signal: AbortSignal): Promise<StoredLease | undefined>;
   /** false when another replica wrote first (409). */
   writeLease(namespace: string, name: string, lease: LeaseRecord, resourceVersion: string | undefined, signal: AbortSignal): Promise<boolean>;
+}
+
+export interface NodeClaim {
+  claim: string;
+  /** The earliest status.startTime of a Pod of the node using it (ms since the epoch). */
+  since: number | undefined;
+}
+
+export interface IssuedToken {
+  token: string;
+  expiresAtMs: number;
 }
 
 /** Kubernetes API status of a failed request (0 when it never got an answer). */

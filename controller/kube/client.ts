@@ -7,13 +7,14 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
+  StorageV1Api,
   Observable,
   PatchStrategy,
   V1MicroTime,
   type ConfigurationOptions,
   type V1Lease,
 } from "@kubernetes/client-node";
-import { KubeRequestError, type KubeWrites, type StoredLease } from "./api.js";
+import { KubeRequestError, type KubeWrites, type NodeClaim, type StoredLease } from "./api.js";
 import { claimsOfPod } from "../../common/kube/pod-claims.js";
 import { jsonRequest } from "./json-request.js";
 import { httpStatusText } from "./status-text.js";
@@ -72,6 +73,7 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const coordination = kc.makeApiClient(CoordinationV1Api);
+  const storage = kc.makeApiClient(StorageV1Api);
   return {
     async patchCSIAddonsNodeAnnotation(namespace, name, key, value, signal) {
       await request(`patch CSIAddonsNode ${namespace}/${name}`, () =>
@@ -85,11 +87,35 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
       const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));
       return pod.status?.podIP || undefined;
     },
+    async podStartTime(namespace, name, signal) {
+      const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));
+      const t = pod.status?.startTime ? new Date(pod.status.startTime).getTime() : NaN;
+      return Number.isFinite(t) ? t : undefined;
+    },
     async claimsOnNode(nodeName, signal) {
+      // resourceVersion=0: served from the API server's watch cache; without it every pass of every
+      // node would be a quorum read from etcd (before Kubernetes 1.31).
       const list = await request(`list Pods on node ${nodeName}`, () =>
-        core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}` }, requestOptions(signal)),
+        core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${nodeName}`, resourceVersion: "0" }, requestOptions(signal)),
       );
-      return list.items.flatMap(claimsOfPod);
+      const since = new Map<string, number | undefined>();
+      for (const pod of list.items) {
+        const t = pod.status?.startTime ? new Date(pod.status.startTime).getTime() : undefined;
+        for (const claim of claimsOfPod(pod)) {
+          const was = since.get(claim);
+          since.set(claim, was === undefined ? t : t === undefined ? was : Math.min(was, t));
+        }
+      }
+      return [...since].map(([claim, t]): NodeClaim => ({ claim, since: t }));
+    },
+    async attachRequired(driver, signal) {
+      try {
+        const d = await storage.readCSIDriver({ name: driver }, requestOptions(signal));
+        return d.spec?.attachRequired !== false;
+      } catch (err) {
+        if (err instanceof ApiException && err.code === 404) return true;
+        throw new KubeRequestError(err instanceof ApiException ? err.code : 0, `get CSIDriver ${driver}: ${err instanceof ApiException ? httpStatusText(err.code, err.body) : (err as Error).message}`);
+      }
     },
     // Events through jsonRequest, not client-node's generated client: they are the one write of
     // every heal, and that path costs half the CPU (json-request.ts).
@@ -129,6 +155,19 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         contentType: PatchStrategy.MergePatch,
         signal: deadline(signal),
       });
+    },
+    async requestToken(namespace, name, audiences, expirationSeconds, signal) {
+      const what = `create token for ServiceAccount ${namespace}/${name}`;
+      const tr = await jsonRequest<{ status?: { token?: string; expirationTimestamp?: string } }>(kc, agents, {
+        what,
+        method: "POST",
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences, expirationSeconds } },
+        signal: deadline(signal),
+      });
+      const expiresAtMs = Date.parse(tr.status?.expirationTimestamp ?? "");
+      if (!tr.status?.token || Number.isNaN(expiresAtMs)) throw new KubeRequestError(201, `${what}: the answer has no token or expirationTimestamp`);
+      return { token: tr.status.token, expiresAtMs };
     },
     async readLease(namespace, name, signal) {
       try {

@@ -73,7 +73,9 @@ export function toPv(o: V1PersistentVolume): PvInfo | undefined {
 }
 
 export function toAttachment(o: V1VolumeAttachment): AttachmentInfo {
-  return { attacher: o.spec.attacher, nodeName: o.spec.nodeName, pvName: o.spec.source.persistentVolumeName, attached: o.status?.attached === true };
+  const created = o.metadata?.creationTimestamp;
+  const since = created === undefined ? undefined : new Date(created).getTime();
+  return { attacher: o.spec.attacher, nodeName: o.spec.nodeName, pvName: o.spec.source.persistentVolumeName, attached: o.status?.attached === true, since: Number.isFinite(since) ? since : undefined };
 }
 
 /** The PersistentVolume informer: paged lists with the request options of client.ts, slim objects cached. */
@@ -165,6 +167,14 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
       pvByName: (n) => this.pvByNameIdx.get(n),
       pvsByHandle: (d, h) => this.pvByHandleIdx.get(handleKey(d, h))?.values() ?? [],
     });
+  }
+
+  attachedSince(s: SidecarInfo): Map<string, number> {
+    const since = new Map<string, number>();
+    for (const va of this.attachments.onNode(s.nodeId)) {
+      if (va.attacher === s.driver && va.pvName && va.since !== undefined) since.set(va.pvName, va.since);
+    }
+    return since;
   }
 
   volumesOfClaims(s: SidecarInfo, claims: Iterable<string>): PvInfo[] {

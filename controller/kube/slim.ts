@@ -22,7 +22,8 @@ export function slimPv(o: V1PersistentVolume): V1PersistentVolume {
 export function slimAttachment(o: V1VolumeAttachment): V1VolumeAttachment {
   const { attacher, nodeName, source } = o.spec ?? {};
   return {
-    metadata: identity(o.metadata),
+    // Its age tells whether an older node-plugin pod staged the volume (DESIGN 7.2, first sight).
+    metadata: { ...identity(o.metadata), creationTimestamp: o.metadata?.creationTimestamp },
     spec: { attacher, nodeName, source: { persistentVolumeName: source?.persistentVolumeName } },
     status: o.status ? { attached: o.status.attached } : undefined,
   };

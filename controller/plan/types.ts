@@ -35,6 +35,8 @@ export interface AttachmentInfo {
   nodeName: string;
   pvName: string | undefined;
   attached: boolean;
+  /** When the VolumeAttachment was created (ms since the epoch), when known. */
+  since?: number;
 }
 
 /** What the driver behind a sidecar offers, from its relayed GetCapabilities. */
@@ -44,4 +46,4 @@ export interface HealerCapabilities {
 }
 
 export type Mode = "ALWAYS" | "IF_ABNORMAL";
-export type Trigger = "restart" | "first-sight" | "periodic" | "manual";
+export type Trigger = "restart" | "reconnect" | "first-sight" | "periodic" | "manual";

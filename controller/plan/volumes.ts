@@ -67,3 +67,17 @@ export function withVolumes(known: readonly PvInfo[], more: readonly PvInfo[]): 
   const added = more.filter((pv) => !names.has(pv.name));
   return added.length === 0 ? known : [...known, ...added];
 }
+
+/**
+ * DESIGN 7.2, first sight: a volume in use on the node (attached, or mounted by a Pod) since before
+ * the node-plugin pod started was staged by an older pod, whose user-space mounts died with it.
+ * A volume whose age is not known is not counted (a restart is never invented).
+ */
+export function stagedBeforePod(pvs: readonly PvInfo[], podStartedAt: number, since: (pv: PvInfo) => number | undefined): Set<string> {
+  const older = new Set<string>();
+  for (const pv of pvs) {
+    const t = since(pv);
+    if (t !== undefined && t < podStartedAt) older.add(pv.name);
+  }
+  return older;
+}

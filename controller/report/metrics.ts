@@ -11,7 +11,20 @@ export interface Metrics {
   leader: Gauge;
   eventsDropped: Counter;
   eventsQueued: Gauge;
+  /** Where the heal-work gauges read from (the heal controller, built after the metrics). */
+  watchWaiting(source: () => readonly WaitingWork[]): void;
 }
+
+/** Heal work not answered yet, of one trigger. */
+export interface WaitingWork {
+  trigger: string;
+  volumes: number;
+  nodes: number;
+  oldestSeconds: number;
+}
+
+/** Every trigger a pass can have: each exported, 0 when none waits, so a dashboard sees it drop to zero. */
+const TRIGGERS = ["restart", "reconnect", "first-sight", "periodic"];
 
 export function createMetrics(connections: () => Record<string, number>): Metrics {
   const registry = new Registry();
@@ -26,8 +39,24 @@ export function createMetrics(connections: () => Record<string, number>): Metric
       for (const [state, n] of Object.entries(connections())) this.set({ state }, n);
     },
   });
+  let waiting: () => readonly WaitingWork[] = () => [];
+  const waitingGauge = (name: string, help: string, pick: (w: WaitingWork) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["trigger"],
+      registers,
+      collect() {
+        const now = new Map(waiting().map((w) => [w.trigger, pick(w)]));
+        for (const trigger of TRIGGERS) this.set({ trigger }, now.get(trigger) ?? 0);
+      },
+    });
+  waitingGauge("csi_addons_healer_volumes_waiting", "Volumes of running passes not answered yet, by trigger", (w) => w.volumes);
+  waitingGauge("csi_addons_healer_nodes_waiting", "Nodes with a pass not finished yet, by trigger", (w) => w.nodes);
+  waitingGauge("csi_addons_healer_oldest_wait_seconds", "Age of the oldest pass not finished yet, by trigger", (w) => w.oldestSeconds);
   return {
     registry,
+    watchWaiting: (source) => void (waiting = source),
     heals: new Counter({ name: "csi_addons_healer_heals_total", help: "HealVolume calls by final answer", labelNames: ["driver", "trigger", "result"], registers }),
     healSeconds: new Histogram({
       name: "csi_addons_healer_heal_duration_seconds",

@@ -12,6 +12,7 @@ import { CallError, type MethodDef } from "../../common/grpc/call-error.js";
 import type { HealerCapabilities, Mode } from "../plan/types.js";
 import { SidecarChannel } from "./channel.js";
 import type { ChannelSetup } from "./credentials.js";
+import { TokenUnavailableError } from "./node-tokens.js";
 
 const HEALER_SERVICE = "sidecar.v1.VolumeHealer";
 
@@ -24,13 +25,18 @@ export interface HealAnswer {
 /** A health check's outcome; `reason` is the status it answered, or why there was no answer. */
 export type SidecarHealth = { state: "serving" } | { state: "not_serving" | "unreachable"; reason: string };
 
+/** The bearer token for one sidecar's calls (undefined: none); may ask the API server for it. */
+export type TokenGetter = (signal?: AbortSignal) => string | undefined | Promise<string | undefined>;
+
 export class SidecarConnection {
   private readonly channel: SidecarChannel;
 
   constructor(
     readonly address: string,
     setup: ChannelSetup,
-    private readonly token: () => string | undefined,
+    private readonly token: TokenGetter,
+    /** Told of a token the sidecar answered UNAUTHENTICATED, so the next call gets another. */
+    private readonly refused: (token: string) => void = () => {},
   ) {
     this.channel = new SidecarChannel(address, setup);
   }
@@ -85,14 +91,22 @@ export class SidecarConnection {
     this.channel.close();
   }
 
-  private call<Req, Res>(method: MethodDef<Req, Res>, req: Req, timeoutMs: number, withToken = true, signal?: AbortSignal): Promise<Res> {
-    if (signal?.aborted) return Promise.reject(new CallError(status.CANCELLED, "cancelled before it was sent"));
+  private async call<Req, Res>(method: MethodDef<Req, Res>, req: Req, timeoutMs: number, withToken = true, signal?: AbortSignal): Promise<Res> {
+    if (signal?.aborted) throw new CallError(status.CANCELLED, "cancelled before it was sent");
+    const deadline = Date.now() + timeoutMs;
     let token: string | undefined;
     try {
-      token = withToken ? this.token() : undefined;
+      token = withToken ? await this.token(AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(signal ? [signal] : [])])) : undefined;
     } catch (err) {
-      return Promise.reject(new CallError(status.UNAUTHENTICATED, (err as Error).message));
+      // An API server that is down or busy is worth a retry; a refused TokenRequest (RBAC) is not.
+      const code = signal?.aborted ? status.CANCELLED : err instanceof TokenUnavailableError && err.transient ? status.UNAVAILABLE : status.UNAUTHENTICATED;
+      throw new CallError(code, (err as Error).message);
     }
-    return this.channel.unary(method, req, { deadline: Date.now() + timeoutMs, signal, headers: token ? { authorization: `Bearer ${token}` } : undefined });
+    try {
+      return await this.channel.unary(method, req, { deadline, signal, headers: token ? { authorization: `Bearer ${token}` } : undefined });
+    } catch (err) {
+      if (token && err instanceof CallError && err.code === status.UNAUTHENTICATED) this.refused(token);
+      throw err;
+    }
   }
 }

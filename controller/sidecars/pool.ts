@@ -28,7 +28,9 @@ export class SidecarPool {
   constructor(
     private readonly kube: Pick<KubeWrites, "podIP">,
     private readonly setup: ChannelSetup,
-    private readonly token: () => string | undefined,
+    /** The bearer token for the sidecars of a node (per node with TokenRequest, the same for all from a file). */
+    private readonly token: (node: string, signal?: AbortSignal) => string | undefined | Promise<string | undefined>,
+    private readonly refused: (node: string, token: string) => void = () => {},
   ) {}
 
   /** The connection for the sidecar's current endpoint; throws when the endpoint cannot be resolved. */
@@ -53,7 +55,8 @@ export class SidecarPool {
       return current.conn;
     }
     current?.conn.close();
-    const conn = new SidecarConnection(address, this.setup, this.token);
+    const node = s.nodeId;
+    const conn = new SidecarConnection(address, this.setup, (sig) => this.token(node, sig), (t) => this.refused(node, t));
     this.conns.set(s.key, { endpoint: s.endpoint, podUid, conn });
     return conn;
   }

@@ -1,11 +1,12 @@
 // The one typed configuration object: parsed and validated once, defaults applied here only.
 // This is the only module that reads process.env (through the `env` argument of parseConfig).
 import { checkLeaseTimings } from "../../common/election/timings.js";
-import { FlagError as ConfigError, parseFlags, usage, type FlagSpec } from "../../common/config/flags.js";
+import { FlagError as ConfigError, parseFlags, usage, withDefaults, type FlagSpec } from "../../common/config/flags.js";
 import { ANY_ADDRESS, bool, duration, hostPort, int, oneOf, required } from "../../common/config/values.js";
 import { IGNORED_FLAGS, MAPPED_FLAGS, UpstreamFlagError, tlsPolicy, upstreamLogFormat, upstreamLogLevel, type TlsPolicy } from "./upstream.js";
 
-import type { LogFormat, LogLevel } from "../../common/log/logger.js";
+import { nodeAudience } from "../../common/auth/audience.js";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../../common/log/logger.js";
 import { TERMINATION_LOG_FLAG, terminationLogOf } from "../../common/process/entry.js";
 export type { LogFormat, LogLevel };
 /** Names a flag; main.ts exits 2 with its message. */
@@ -15,6 +16,8 @@ export { ANY_ADDRESS };
 
 /** In --auth-audience: "the API server's own audiences" (a TokenReview without spec.audiences). */
 export const API_SERVER_AUDIENCE = "@api-server";
+/** In --auth-audience: this node's audience, csi-addons-healer/<node-id> (common/auth/audience.ts). */
+export const NODE_AUDIENCE = "@node";
 
 export interface AuthzRule {
   verb: string;
@@ -49,9 +52,12 @@ export interface Config {
   logLevel: LogLevel;
   logFormat: LogFormat;
   enableAuth: boolean;
-  /** Audiences a caller's token may carry; API_SERVER_AUDIENCE stands for the API server's own. */
+  /** Audiences a caller's token may carry (@node expanded); API_SERVER_AUDIENCE stands for the API server's own. */
   authAudiences: string[];
+  /** Verb, group and resource of the SubjectAccessReview; per service its family is the subresource. */
   authz: AuthzRule;
+  /** The weaker choice: one SubjectAccessReview (authz, no subresource) for every service. */
+  authSinglePermission: boolean;
   authCacheTtlMs: number;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
@@ -85,42 +91,43 @@ export interface LeaderElectionConfig {
 
 export type ParseResult = { kind: "config"; config: Config } | { kind: "help"; text: string } | { kind: "version" };
 
-const FLAGS: readonly FlagSpec[] = [
-  { name: "csi-addons-address", kind: "string", env: "CSI_ADDONS_ENDPOINT", help: "driver's CSI-Addons socket (default unix:///run/csi-addons/socket)" },
+export const FLAGS: readonly FlagSpec[] = [
+  { name: "csi-addons-address", kind: "string", env: "CSI_ADDONS_ENDPOINT", help: "driver's CSI-Addons socket", default: "unix:///run/csi-addons/socket" },
   { name: "node-id", kind: "string", env: "NODE_ID", help: "Kubernetes node name (required)" },
   { name: "pod", kind: "string", env: "POD_NAME", help: "this pod's name (required)" },
   { name: "namespace", kind: "string", env: "POD_NAMESPACE", help: "this pod's namespace (required)" },
   { name: "pod-uid", kind: "string", env: "POD_UID", help: "this pod's UID (read from the Pod when empty)" },
-  { name: "controller-port", kind: "string", env: "CONTROLLER_PORT", help: "port of the controller-facing gRPC server (default 9070)" },
-  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server (default ::, every IPv6 and IPv4 address)" },
-  { name: "stagingpath", kind: "string", env: "STAGING_PATH", help: "kubelet's CSI staging root (default /var/lib/kubelet/plugins/kubernetes.io/csi/)" },
-  { name: "timeout", kind: "string", env: "TIMEOUT", help: "deadline of one driver call (default 3m)" },
-  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics; :port is every address (default off)" },
-  { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file (default in-cluster)" },
-  { name: "max-inflight", kind: "string", env: "MAX_INFLIGHT", help: "driver calls at once (default 16)" },
-  { name: "max-queue", kind: "string", env: "MAX_QUEUE", help: "requests waiting for a driver slot before RESOURCE_EXHAUSTED (default 4 x max-inflight)" },
-  { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug (default info)" },
-  { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text (default json)" },
-  { name: "enable-auth", kind: "bool", env: "ENABLE_AUTH", help: "TLS + bearer-token authentication of callers (default true)" },
-  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: "comma-separated audiences a caller's token may carry; @api-server = the API server's own (default csi-addons-healer,@api-server)" },
-  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb (default call)" },
-  { name: "auth-group", kind: "string", env: "AUTH_GROUP", help: "SubjectAccessReview API group (default csiaddons.openshift.io)" },
-  { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource (default csiaddonsnodes)" },
-  { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached (default 30s)" },
-  { name: "tls-cert-file", kind: "string", env: "TLS_CERT_FILE", help: "server certificate (default self-signed)" },
+  { name: "controller-port", kind: "string", env: "CONTROLLER_PORT", help: "port of the controller-facing gRPC server", default: "9070" },
+  { name: "controller-ip", kind: "string", env: "CONTROLLER_IP", help: "listen address of that server", defaultNote: "::, every IPv6 and IPv4 address" },
+  { name: "stagingpath", kind: "string", env: "STAGING_PATH", help: "kubelet's CSI staging root", default: "/var/lib/kubelet/plugins/kubernetes.io/csi/" },
+  { name: "timeout", kind: "string", env: "TIMEOUT", help: "deadline of one driver call", default: "3m" },
+  { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics; :port is every address", defaultNote: "off" },
+  { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file", defaultNote: "in-cluster" },
+  { name: "max-inflight", kind: "string", env: "MAX_INFLIGHT", help: "driver calls at once", default: "16" },
+  { name: "max-queue", kind: "string", env: "MAX_QUEUE", help: "requests waiting for a driver slot before RESOURCE_EXHAUSTED", defaultNote: "4 x max-inflight" },
+  { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug; when not given, -v or --zap-log-level of the upstream sidecar decide", default: "info" },
+  { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text; when not given, the upstream sidecar's --zap-encoder decides", default: "json" },
+  { name: "enable-auth", kind: "bool", env: "ENABLE_AUTH", help: "TLS + bearer-token authentication of callers; when not given, the upstream sidecar's --enable-authentication decides", default: "true" },
+  { name: "auth-audience", kind: "string", env: "AUTH_AUDIENCE", help: `comma-separated audiences a caller's token may carry; ${NODE_AUDIENCE} = this node's (csi-addons-healer/<node-id>), ${API_SERVER_AUDIENCE} = the API server's own`, default: `${NODE_AUDIENCE},${API_SERVER_AUDIENCE}` },
+  { name: "auth-verb", kind: "string", env: "AUTH_VERB", help: "SubjectAccessReview verb", default: "call" },
+  { name: "auth-group", kind: "string", env: "AUTH_GROUP", help: "SubjectAccessReview API group", default: "csiaddons.openshift.io" },
+  { name: "auth-resource", kind: "string", env: "AUTH_RESOURCE", help: "SubjectAccessReview resource; each service family is its subresource (heal, reclaimspace, ...)", default: "csiaddonsnodes" },
+  { name: "auth-weaker-single-permission", kind: "bool", env: "AUTH_WEAKER_SINGLE_PERMISSION", help: "WEAKER: one permission (--auth-verb on --auth-resource, no subresource) opens every service, as before per-service authorization", default: "false" },
+  { name: "auth-cache-ttl", kind: "string", env: "AUTH_CACHE_TTL", help: "how long an auth decision is cached", default: "30s" },
+  { name: "tls-cert-file", kind: "string", env: "TLS_CERT_FILE", help: "server certificate", defaultNote: "self-signed" },
   { name: "tls-key-file", kind: "string", env: "TLS_KEY_FILE", help: "server key" },
-  { name: "require-tls-files", kind: "bool", env: "REQUIRE_TLS_FILES", help: "exit if the TLS files are not usable at start; never self-signed (default false)" },
-  { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM (default 25s)" },
-  { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached (default 10s)" },
-  { name: "leader-election-namespace", kind: "string", help: "namespace of the controller plugin's Lease (default --namespace)" },
-  { name: "leader-election-lease-duration", kind: "string", help: "how long a Lease holder is trusted without renewing (default 15s)" },
-  { name: "leader-election-renew-deadline", kind: "string", help: "how long the holder keeps retrying to renew before it lets go (default 10s)" },
-  { name: "leader-election-retry-period", kind: "string", help: "time between tries to acquire or renew the Lease (default 5s)" },
+  { name: "require-tls-files", kind: "bool", env: "REQUIRE_TLS_FILES", help: "exit if the TLS files are not usable at start; never self-signed", default: "false" },
+  { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time for in-flight calls on SIGTERM", default: "25s" },
+  { name: "secret-cache-ttl", kind: "string", env: "SECRET_CACHE_TTL", help: "how long a stage secret is cached", default: "10s" },
+  { name: "leader-election-namespace", kind: "string", help: "namespace of the controller plugin's Lease", defaultNote: "--namespace" },
+  { name: "leader-election-lease-duration", kind: "string", help: "how long a Lease holder is trusted without renewing", default: "15s" },
+  { name: "leader-election-renew-deadline", kind: "string", help: "how long the holder keeps retrying to renew before it lets go", default: "10s" },
+  { name: "leader-election-retry-period", kind: "string", help: "time between tries to acquire or renew the Lease", default: "5s" },
   ...MAPPED_FLAGS,
   ...IGNORED_FLAGS.map(({ why: _why, ...spec }) => spec),
-  { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it (default 90s)" },
+  { name: "node-confirm-timeout", kind: "string", env: "NODE_CONFIRM_TIMEOUT", help: "not ready when the API has not confirmed the CSIAddonsNode for this long; re-read every third of it", default: "90s" },
   TERMINATION_LOG_FLAG,
-  { name: "pv-cache-ttl", kind: "string", env: "PV_CACHE_TTL", help: "how long a PV read serves health checks, kept current by a PV watch; 0 = off (default 10m)" },
+  { name: "pv-cache-ttl", kind: "string", env: "PV_CACHE_TTL", help: "how long a PV read serves health checks, kept current by a PV watch; 0 = off", default: "10m" },
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
 ];
@@ -130,19 +137,21 @@ export function helpText(): string {
 }
 
 export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): ParseResult {
-  const raw = parseFlags(FLAGS, argv, env);
-  const str = (name: string, dflt = "") => raw.get(name) ?? dflt;
-  if (bool(raw, "help", false)) return { kind: "help", text: helpText() };
-  if (bool(raw, "version", false)) return { kind: "version" };
+  const given = parseFlags(FLAGS, argv, env);
+  const raw = withDefaults(FLAGS, given);
+  const str = (name: string) => raw.get(name) ?? "";
+  if (given.has("help") && bool(raw, "help")) return { kind: "help", text: helpText() };
+  if (given.has("version") && bool(raw, "version")) return { kind: "version" };
 
   // The upstream sidecar also takes a bare socket path (its default is /run/csi-addons/socket).
-  const given = str("csi-addons-address", "unix:///run/csi-addons/socket");
-  const address = given.startsWith("/") ? `unix://${given}` : given;
+  const socket = str("csi-addons-address");
+  const address = socket.startsWith("/") ? `unix://${socket}` : socket;
   if (!/^unix:\/\/\/?./.test(address)) {
-    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket or /path/to/socket, got ${JSON.stringify(given)}`);
+    throw new ConfigError("csi-addons-address", `--csi-addons-address must be unix:///path/to/socket or /path/to/socket, got ${JSON.stringify(socket)}`);
   }
-  const enableAuth = bool(raw, "enable-auth", bool(raw, "enable-authentication", true));
-  const maxInflight = int(raw, "max-inflight", 16, 1);
+  // --enable-auth wins over the upstream sidecar's --enable-authentication.
+  const enableAuth = bool(raw, given.has("enable-auth") || !given.has("enable-authentication") ? "enable-auth" : "enable-authentication");
+  const maxInflight = int(raw, "max-inflight", 1);
   const config: Config = {
     csiAddonsAddress: address,
     csiAddonsSocket: address.replace(/^unix:\/\//, "").replace(/^\/+/, "/"),
@@ -150,32 +159,34 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     pod: required(raw, "pod"),
     namespace: required(raw, "namespace"),
     podUid: str("pod-uid"),
-    controllerPort: int(raw, "controller-port", 9070, 0, 65535),
-    controllerIp: str("controller-ip", ANY_ADDRESS),
-    stagingPath: str("stagingpath", "/var/lib/kubelet/plugins/kubernetes.io/csi/"),
-    timeoutMs: duration(raw, "timeout", 180_000),
+    controllerPort: int(raw, "controller-port", 0, 65535),
+    controllerIp: str("controller-ip") || ANY_ADDRESS,
+    stagingPath: str("stagingpath"),
+    timeoutMs: duration(raw, "timeout"),
     httpEndpoint: hostPort(raw, "http-endpoint"),
     kubeconfig: raw.get("kubeconfig") || undefined,
     inClusterApi: { host: env["KUBERNETES_SERVICE_HOST"], port: env["KUBERNETES_SERVICE_PORT"] },
     maxInflight,
-    maxQueue: int(raw, "max-queue", maxInflight * 4, 0),
-    logLevel: oneOf(raw, "log-level", ["error", "warn", "info", "debug"] as const, upstream(() => upstreamLogLevel(raw)) ?? "info"),
-    logFormat: oneOf(raw, "log-format", ["json", "text"] as const, upstream(() => upstreamLogFormat(raw)) ?? "json"),
+    maxQueue: raw.has("max-queue") ? int(raw, "max-queue", 0) : maxInflight * 4,
+    // --log-level and --log-format win over the upstream sidecar's -v, --zap-log-level and --zap-encoder.
+    logLevel: (!given.has("log-level") && upstream(() => upstreamLogLevel(raw))) || oneOf(raw, "log-level", LOG_LEVELS),
+    logFormat: (!given.has("log-format") && upstream(() => upstreamLogFormat(raw))) || oneOf(raw, "log-format", LOG_FORMATS),
     enableAuth,
-    authAudiences: audienceList(raw),
-    authz: { verb: str("auth-verb", "call"), group: str("auth-group", "csiaddons.openshift.io"), resource: str("auth-resource", "csiaddonsnodes") },
-    authCacheTtlMs: duration(raw, "auth-cache-ttl", 30_000),
+    authAudiences: audienceList(raw, required(raw, "node-id")),
+    authz: { verb: str("auth-verb"), group: str("auth-group"), resource: str("auth-resource") },
+    authSinglePermission: bool(raw, "auth-weaker-single-permission"),
+    authCacheTtlMs: duration(raw, "auth-cache-ttl"),
     tlsCertFile: raw.get("tls-cert-file") || undefined,
     tlsKeyFile: raw.get("tls-key-file") || undefined,
     tls: upstream(() => tlsPolicy(raw)),
     leaderElection: leaderElection(raw),
-    ignoredFlags: IGNORED_FLAGS.filter((f) => raw.has(f.name)).map((f) => ({ flag: `--${f.name}`, why: f.why })),
-    requireTlsFiles: bool(raw, "require-tls-files", false),
-    shutdownGraceMs: duration(raw, "shutdown-grace", 25_000),
-    secretCacheTtlMs: duration(raw, "secret-cache-ttl", 10_000),
-    nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout", 90_000),
+    ignoredFlags: IGNORED_FLAGS.filter((f) => given.has(f.name)).map((f) => ({ flag: `--${f.name}`, why: f.why })),
+    requireTlsFiles: bool(raw, "require-tls-files"),
+    shutdownGraceMs: duration(raw, "shutdown-grace"),
+    secretCacheTtlMs: duration(raw, "secret-cache-ttl"),
+    nodeConfirmTimeoutMs: duration(raw, "node-confirm-timeout"),
     terminationLog: terminationLogOf(raw),
-    pvCacheTtlMs: duration(raw, "pv-cache-ttl", 600_000),
+    pvCacheTtlMs: duration(raw, "pv-cache-ttl"),
   };
   if (!config.tlsCertFile !== !config.tlsKeyFile) {
     const missing = config.tlsCertFile ? "tls-key-file" : "tls-cert-file";
@@ -198,22 +209,22 @@ function upstream<T>(parse: () => T): T {
   }
 }
 
-function leaderElection(raw: Map<string, string>): LeaderElectionConfig {
+function leaderElection(raw: ReadonlyMap<string, string>): LeaderElectionConfig {
   const le = {
     namespace: raw.get("leader-election-namespace") || raw.get("namespace") || "",
-    leaseDurationMs: duration(raw, "leader-election-lease-duration", 15_000),
-    renewDeadlineMs: duration(raw, "leader-election-renew-deadline", 10_000),
-    retryPeriodMs: duration(raw, "leader-election-retry-period", 5_000),
+    leaseDurationMs: duration(raw, "leader-election-lease-duration"),
+    renewDeadlineMs: duration(raw, "leader-election-renew-deadline"),
+    retryPeriodMs: duration(raw, "leader-election-retry-period"),
   };
   checkLeaseTimings(le);
   return le;
 }
 
-function audienceList(raw: Map<string, string>): string[] {
-  const v = raw.get("auth-audience") ?? `csi-addons-healer,${API_SERVER_AUDIENCE}`;
+function audienceList(raw: ReadonlyMap<string, string>, nodeId: string): string[] {
+  const v = raw.get("auth-audience") ?? "";
   const list = v.split(",").map((a) => a.trim());
   if (list.some((a) => !a)) {
     throw new ConfigError("auth-audience", `--auth-audience must be a comma-separated list of audiences (or ${API_SERVER_AUDIENCE}), got ${JSON.stringify(v)}`);
   }
-  return [...new Set(list)];
+  return [...new Set(list.map((a) => (a === NODE_AUDIENCE ? nodeAudience(nodeId) : a)))];
 }

@@ -38,7 +38,7 @@ export const MAPPED_FLAGS: readonly FlagSpec[] = [
   { name: "zap-log-level", kind: "string", help: "upstream sidecar's log level: debug|info|error or a verbosity (--log-level wins)" },
   { name: "zap-encoder", kind: "string", help: "upstream sidecar's log encoding: json|console (= --log-format json|text; --log-format wins)" },
   { name: "enable-authentication", kind: "bool", help: "the same as --enable-auth" },
-  { name: "tls-min-version", kind: "string", env: "TLS_MIN_VERSION", help: "VersionTLS12|VersionTLS13: lowest TLS version of the controller port (default VersionTLS12)" },
+  { name: "tls-min-version", kind: "string", env: "TLS_MIN_VERSION", help: "VersionTLS12|VersionTLS13: lowest TLS version of the controller port", default: "VersionTLS12" },
   { name: "tls-cipher-suites", kind: "string", env: "TLS_CIPHER_SUITES", help: "comma-separated Go cipher suite names for TLS 1.2 (TLS 1.3 suites are not configurable, as in Go)" },
   { name: "tls-curve-preferences", kind: "string", env: "TLS_CURVE_PREFERENCES", help: "comma-separated Go curve names (CurveP256, CurveP384, CurveP521, X25519, X25519MLKEM768, ...)" },
 ];
@@ -123,7 +123,7 @@ function names(raw: Map<string, string>, flag: string, table: Record<string, str
 }
 
 export function tlsPolicy(raw: Map<string, string>): TlsPolicy {
-  const version = raw.get("tls-min-version") || "VersionTLS12";
+  const version = raw.get("tls-min-version") ?? "";
   const minVersion = VERSIONS[version];
   if (!minVersion) throw new UpstreamFlagError("tls-min-version", `--tls-min-version must be VersionTLS12 or VersionTLS13, got ${JSON.stringify(version)}`);
   const suites = names(raw, "tls-cipher-suites", CIPHERS, TLS13_SUITES);

@@ -30,8 +30,15 @@ export interface DriverInfo {
 
 export interface ReadyEvent {
   info: DriverInfo;
-  /** The driver restarted since we last saw it ready: a new boot id, or (a driver without one) a lost connection. */
+  /** The manifest's `bootId`: a value the driver changes with every process start (undefined when it reports none). */
+  bootId: string | undefined;
+  /** Since we last saw it ready, the driver came back with another boot id: it restarted, its mounts died. */
   restarted: boolean;
+  /**
+   * The connection was lost and is back, and the driver reports no boot id: it may have restarted
+   * or not (a socket blip). A weaker signal than `restarted`, never both.
+   */
+  reconnected: boolean;
 }
 
 interface Events {
@@ -132,15 +139,16 @@ export class DriverConnection extends EventEmitter<Events> {
       try {
         const info = await this.handshake();
         // A driver that names its boot tells us exactly whether it restarted (its mounts are gone);
-        // without one, any lost connection has to count as a restart.
-        const bootId = info.manifest["bootId"];
-        const restarted = this.everReady && (bootId === undefined || bootId !== this.lastBootId);
+        // without one, a lost connection says only that it may have: the weaker signal.
+        const bootId = info.manifest["bootId"] || undefined;
+        const restarted = this.everReady && bootId !== undefined && bootId !== this.lastBootId;
+        const reconnected = this.everReady && bootId === undefined;
         this.lastBootId = bootId;
         this.info = info;
         this.isReady = true;
         this.everReady = true;
-        log.info("driver ready", { driver: info.name, vendorVersion: info.vendorVersion, bootId, restarted, healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume } });
-        this.emit("ready", { info, restarted });
+        log.info("driver ready", { driver: info.name, vendorVersion: info.vendorVersion, bootId, restarted, reconnected, healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume } });
+        this.emit("ready", { info, bootId, restarted, reconnected });
         await this.waitDisconnected();
         if (this.stop.signal.aborted) return;
         this.isReady = false;

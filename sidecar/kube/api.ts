@@ -157,7 +157,7 @@ export interface KubeApi {
   reviewToken(token: string, audiences: string[] | undefined, signal: AbortSignal): Promise<UserInfo | undefined>;
   reviewAccess(
     user: UserInfo,
-    attrs: { namespace: string; verb: string; group: string; resource: string },
+    attrs: { namespace: string; verb: string; group: string; resource: string; subresource?: string },
     signal: AbortSignal,
   ): Promise<boolean>;
 }

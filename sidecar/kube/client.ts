@@ -54,7 +54,9 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     getNode: (name, signal) => getOrUndefined(`/api/v1/nodes/${enc(name)}`, signal),
     watchNode: () => watcher("/api/v1/nodes"),
     listPodsOnNode: async (nodeName, signal) => {
-      const q = new URLSearchParams({ fieldSelector: `spec.nodeName=${nodeName}` });
+      // resourceVersion=0: the API server's watch cache answers (any version, never older than what
+      // this client saw); without it each list is a quorum read from etcd (before Kubernetes 1.31).
+      const q = new URLSearchParams({ fieldSelector: `spec.nodeName=${nodeName}`, resourceVersion: "0" });
       const list = await get<{ metadata: { resourceVersion: string }; items?: NodePod[] }>(`/api/v1/pods?${q}`, signal);
       return { resourceVersion: list.metadata.resourceVersion, items: list.items ?? [] };
     },

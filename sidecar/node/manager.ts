@@ -8,7 +8,7 @@
 import { KubeError, type CSIAddonsNode, type KubeApi } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
 import { Backoff, delay } from "../../common/util/delay.js";
-import { desiredCSIAddonsNode, isAsWanted } from "./desired.js";
+import { CARRIED_ANNOTATIONS, CREATED_BY_POD_UID, DRIVER_BOOT_ID, DRIVER_RECONNECTED_AT, DRIVER_RESTARTED_AT, desiredCSIAddonsNode, isAsWanted } from "./desired.js";
 import { csiAddonsNodeName } from "./name.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
 import { Presence } from "./presence.js";
@@ -45,7 +45,12 @@ const LIKELY_CAUSE =
 export class CSIAddonsNodeManager {
   readonly presence: Presence;
   private driverName: string | undefined;
-  private restartedAt: string | undefined;
+  /** Our restart annotations as this process set them. */
+  private readonly own: Record<string, string> = {};
+  /** CARRIED_ANNOTATIONS as the object last showed them (reads, watch events, our writes). */
+  private carried: Record<string, string> = {};
+  /** The driver's boot id was compared with the one the object kept (or there was no object). */
+  private bootCompared = false;
   private owner: PodOwner | undefined;
   private name: string | undefined;
   /** Where the watch resumes: our last write or the last event or bookmark seen, whichever came last. */
@@ -85,9 +90,45 @@ export class CSIAddonsNodeManager {
     }
   }
 
-  recordDriverRestart(at: Date): void {
-    this.restartedAt = at.toISOString();
+  /**
+   * Called with every ready driver before setDriver. `restarted` and `reconnected` are what this
+   * process saw (DriverConnection); a restart while this sidecar was down too is found by comparing
+   * the boot id with the one the object kept, on the first read of it (reconcileOnce).
+   */
+  driverBooted(ev: { bootId: string | undefined; restarted: boolean; reconnected: boolean }, at = new Date()): void {
+    if (ev.bootId !== undefined) this.own[DRIVER_BOOT_ID] = ev.bootId;
+    if (ev.restarted) this.recordRestart("driver restarted (new boot id); recording it on the CSIAddonsNode", DRIVER_RESTARTED_AT, at, { bootId: ev.bootId });
+    else if (ev.reconnected) {
+      this.recordRestart("driver connection lost and back; the driver reports no boot id, so recording a possible restart", DRIVER_RECONNECTED_AT, at, {});
+    }
+  }
+
+  private recordRestart(message: string, key: string, at: Date, fields: Record<string, unknown>): void {
+    this.opts.logger.warn(message, { annotation: key, ...fields });
+    this.own[key] = at.toISOString();
     this.kick();
+  }
+
+  /** Keeps what the object says about restarts, to write it again should the object be made anew. */
+  private observe(obj: CSIAddonsNode): void {
+    const a = obj.metadata.annotations ?? {};
+    const carried: Record<string, string> = {};
+    for (const k of CARRIED_ANNOTATIONS) if (a[k] !== undefined) carried[k] = a[k];
+    if (JSON.stringify(carried) === JSON.stringify(this.carried)) return;
+    this.carried = carried;
+    this.opts.logger.debug("CSIAddonsNode restart annotations", { name: this.name, annotations: carried });
+  }
+
+  /** First read of the object by this process: a boot id other than the one it kept for this pod is a restart we did not see. */
+  private compareBoot(existing: CSIAddonsNode | undefined): void {
+    if (this.bootCompared) return;
+    this.bootCompared = true;
+    const a = existing?.metadata.annotations ?? {};
+    const kept = a[DRIVER_BOOT_ID];
+    const now = this.own[DRIVER_BOOT_ID];
+    const samePod = a[CREATED_BY_POD_UID] === (this.opts.podUid || this.owner?.podUid);
+    if (!samePod || kept === undefined || now === undefined || kept === now || this.own[DRIVER_RESTARTED_AT]) return;
+    this.recordRestart("driver restarted while this sidecar was down (boot id differs from the one on the CSIAddonsNode); recording it", DRIVER_RESTARTED_AT, new Date(), { was: kept, bootId: now });
   }
 
   close(): void {
@@ -184,6 +225,8 @@ export class CSIAddonsNodeManager {
     if (fresh) await this.resolveOwner();
     const name = this.name!;
     const existing = await kube.getCSIAddonsNode(namespace, name, this.signal());
+    this.compareBoot(existing);
+    if (existing) this.observe(existing);
     if (!existing) {
       this.setPlaced(false, "not found");
       const recreating = this.placedAt !== undefined;
@@ -193,7 +236,9 @@ export class CSIAddonsNodeManager {
       // this pod survived; the old uid would have the garbage collector delete it again.
       if (!fresh && (await this.resolveOwner()) && this.name !== name) return false;
       try {
-        this.resumeWatchAt((await kube.createCSIAddonsNode(this.desired(undefined), this.signal())).metadata.resourceVersion);
+        const created = await kube.createCSIAddonsNode(this.desired(undefined), this.signal());
+        this.observe(created);
+        this.resumeWatchAt(created.metadata.resourceVersion);
         this.opts.logger.info("created CSIAddonsNode", { name, namespace });
         this.setPlaced(true);
         this.placedAt = Date.now();
@@ -212,7 +257,9 @@ export class CSIAddonsNodeManager {
       return false;
     }
     try {
-      this.resumeWatchAt((await kube.replaceCSIAddonsNode(this.desired(existing), this.signal())).metadata.resourceVersion);
+      const replaced = await kube.replaceCSIAddonsNode(this.desired(existing), this.signal());
+      this.observe(replaced);
+      this.resumeWatchAt(replaced.metadata.resourceVersion);
       this.opts.logger.info("updated CSIAddonsNode", { name, namespace });
       this.setPlaced(true);
       this.placedAt ??= Date.now();
@@ -259,7 +306,7 @@ export class CSIAddonsNodeManager {
 
   private desired(existing: CSIAddonsNode | undefined): CSIAddonsNode {
     const { namespace, podUid, endpoint, nodeId } = this.opts;
-    return desiredCSIAddonsNode({ name: this.name!, namespace, owner: this.owner!, podUid, driverName: this.driverName!, endpoint, nodeId, restartedAt: this.restartedAt }, existing);
+    return desiredCSIAddonsNode({ name: this.name!, namespace, owner: this.owner!, podUid, driverName: this.driverName!, endpoint, nodeId, own: this.own, carried: this.carried }, existing);
   }
 
   /**
@@ -287,6 +334,7 @@ export class CSIAddonsNodeManager {
             // Bookmarks keep the resume point fresh on a quiet object, so a restarted watch is not 410 Gone.
             if (obj?.metadata?.resourceVersion) this.watchRv = obj.metadata.resourceVersion;
             if (type === "BOOKMARK") return;
+            if (type !== "DELETED") this.observe(obj);
             if (type === "DELETED" || obj.metadata.deletionTimestamp || !this.matches(obj)) {
               if (type === "DELETED") this.opts.logger.warn("CSIAddonsNode was deleted; recreating it", { name: this.name });
               // Changed by someone else: not missing, just to be put right (the reconcile confirms it again).
@@ -334,6 +382,7 @@ export class CSIAddonsNodeManager {
         }
         const obj = await this.opts.kube.getCSIAddonsNode(this.opts.namespace, this.name!, this.signal());
         this.apiAnswered();
+        if (obj) this.observe(obj);
         // What a reconcile that started meanwhile reads and writes is newer than what we read.
         if (this.dirty || this.reconciling) continue;
         if (!obj) {

@@ -11,6 +11,8 @@
 // Only the claim keys are kept (a few per Pod, a few hundred Pods per node at most). An install
 // whose RBAC predates this (no list/watch on Pods) loses only this way of step 4, and the log says
 // what to grant: without list every claim is "not here", without watch every check lists.
+// The watch starts at the first question (only a driver without attach asks), and every list is
+// served from the API server's watch cache (resourceVersion=0), never a read from etcd.
 import type { KubeApi, NodePod } from "../kube/api.js";
 import { KubeError } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
@@ -35,6 +37,7 @@ export class PodClaims {
   /** What the API server refuses (403): without list every check says no, without watch every check lists. */
   private refused: "list" | "watch" | undefined;
   private readonly stop = new AbortController();
+  private started = false;
 
   constructor(
     private readonly kube: KubeApi,
@@ -44,7 +47,10 @@ export class PodClaims {
     private readonly sleep: Sleep = delay,
   ) {}
 
+  /** Starts the watch (once); the first uses() does it, so a driver that attaches never watches Pods. */
   start(): void {
+    if (this.started || this.stop.signal.aborted) return;
+    this.started = true;
     let step: "list" | "watch" = "list";
     void keepWatching({
       signal: this.stop.signal,
@@ -91,6 +97,7 @@ export class PodClaims {
   async uses(namespace: string, name: string, signal: AbortSignal): Promise<boolean> {
     const key = claimKey(namespace, name);
     if (this.synced) return this.users.has(key);
+    this.start();
     if (this.refused === "list" || this.stop.signal.aborted) return false;
     try {
       const list = await this.kube.listPodsOnNode(this.nodeName, AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]));

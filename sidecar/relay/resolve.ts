@@ -115,7 +115,10 @@ async function onThisNode(
   const node = await deps.nodes.get(signal);
   if (node?.status?.volumesInUse?.includes(volumeInUseName(driverName, handle))) return undefined;
   const claim = pv.spec.claimRef;
-  if (claim?.namespace && claim.name && claimRefHolds(pv.status?.phase) && (await deps.pods.uses(claim.namespace, claim.name, signal))) return undefined;
+  // Only a driver without an attach step (or one whose CSIDriver is not known) needs the Pods: the
+  // volumes of one that attaches have their VolumeAttachment, and its sidecar never watches Pods.
+  const podsTell = claim?.namespace && claim.name && claimRefHolds(pv.status?.phase) && (await deps.attach.required(driverName, signal)) !== true;
+  if (podsTell && (await deps.pods.uses(claim!.namespace!, claim!.name!, signal))) return undefined;
   const va = (await deps.kube.getVolumeAttachment(vaName, signal)) ?? null;
   if (va?.status?.attached) return va;
   throw failedPrecondition(

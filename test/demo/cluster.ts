@@ -1,8 +1,9 @@
 // The demo's little cluster: one node running the node-plugin pod (pod IP 127.0.0.1: the healer
 // controller resolves the sidecar's pod:// endpoint to it), three volumes staged on it (two
 // filesystems, one raw block device), their VolumeAttachments, and a stage secret.
-import { DRIVER, NAMESPACE, baseObjects, onLocalhost, pv, secret, volumeAttachment, type PvOptions } from "../support/fixtures.js";
+import { DRIVER, NAMESPACE, baseObjects, namespace, onLocalhost, pv, secret, volumeAttachment, type PvOptions } from "../support/fixtures.js";
 import type { StubState } from "../support/driver-stub.js";
+import { CONTROLLER_SA } from "./controller-process.js";
 
 export interface DemoVolume {
   pv: string;
@@ -35,6 +36,8 @@ export const VOLUMES: readonly DemoVolume[] = [
 export function seedObjects(): unknown[] {
   return [
     ...baseObjects().map((o) => (o.kind === "Pod" ? onLocalhost(o) : o)),
+    namespace(CONTROLLER_SA.namespace),
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: CONTROLLER_SA.name, namespace: CONTROLLER_SA.namespace } },
     secret(STAGE_SECRET.namespace, STAGE_SECRET.name, { userID: "healer", userKey: "AQBdemo-not-a-real-key==" }),
     ...VOLUMES.flatMap((v) => [pv(v.pv, v.options), volumeAttachment(v.pv, v.handle, { metadata: v.attachmentMetadata })]),
   ];

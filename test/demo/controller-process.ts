@@ -1,5 +1,6 @@
 // The healer controller as a real process for the demo and the bench: local flags (plaintext to
-// sidecars on 127.0.0.1, no leader election, /metrics on an ephemeral port), JSON log to a file.
+// sidecars on 127.0.0.1 unless the caller's args turn TLS on, no leader election, /metrics on an
+// ephemeral port), JSON log to a file.
 import { NAMESPACE } from "../support/fixtures.js";
 import { CONTROLLER_BUNDLE, CONTROLLER_NODE_FLAGS } from "../bench/image.js";
 import { spawnLogged, type LoggedProcess } from "./logged-process.js";
@@ -10,8 +11,10 @@ export const HEALS_METRIC = "csi_addons_healer_heals";
 export const RESTART_METRIC = "csi_addons_healer_restart_heal_duration_seconds";
 /** Events waiting to be written (controller/report/events.ts). */
 export const EVENTS_QUEUED_METRIC = "csi_addons_healer_events_queued";
-/** The controller's ServiceAccount, as the API server names its requests. */
-export const CONTROLLER_USER = "system:serviceaccount:csi-addons-healer:csi-addons-healer-controller";
+/** The controller's ServiceAccount: it asks the TokenRequest API for a token per node as it. */
+export const CONTROLLER_SA = { namespace: "csi-addons-healer", name: "csi-addons-healer-controller" };
+/** That ServiceAccount as the API server names its requests. */
+export const CONTROLLER_USER = `system:serviceaccount:${CONTROLLER_SA.namespace}:${CONTROLLER_SA.name}`;
 
 export interface ControllerSpawnOptions {
   /** "source": controller/main.ts through tsx; "compiled": its bundle under deploy/'s V8 flags (what the image runs). */

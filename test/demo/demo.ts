@@ -17,7 +17,9 @@ import { IdentityClient } from "../../proto/gen/identity/identity.js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { VolumeHealth_State as State, volumeHealth_StateToJSON as stateName } from "../../proto/gen/healer/v1/healer.js";
 import { DEAD_MOUNT, DRIVER, STAGE_SECRET, VOLUMES, healthyState, seedObjects } from "./cluster.js";
-import { CONTROLLER_USER, HANDLED_RESTART, HEALS_METRIC, RESTART_METRIC, spawnController } from "./controller-process.js";
+import { TLS_CLIENT_OPTIONS, makeTlsFiles, tlsCredentials, type TlsFiles } from "../support/secure-sidecar.js";
+import { nodeAudience } from "../../common/auth/audience.js";
+import { CONTROLLER_SA, CONTROLLER_USER, HANDLED_RESTART, HEALS_METRIC, RESTART_METRIC, spawnController } from "./controller-process.js";
 import { decisions, eventsAbout, lastByPv, metricSum, samples, type Decision } from "./controller-view.js";
 import type { LoggedProcess } from "./logged-process.js";
 import { Cleanup, spawnSidecar, type SidecarProcess } from "./processes.js";
@@ -27,6 +29,10 @@ import { Story } from "./story.js";
 import { formatTable } from "./table.js";
 
 const CAN = "csiaddons.openshift.io/v1alpha1";
+/** The demo's own calls, as an operator with grpcurl would make them: a token of this node's audience. */
+const OPERATOR = { user: "demo-operator", token: "demo-operator-token" };
+/** What our healer controller (and the operator here) may call: the heal family only. */
+const HEAL_FAMILY = { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes/heal"], namespace: NAMESPACE };
 const RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
 /** Short, so that the periodic IF_ABNORMAL pass comes round within the demo (default 5m). */
 const CHECK_INTERVAL = "2s";
@@ -59,6 +65,7 @@ async function main(): Promise<number> {
   let controller: LoggedProcess;
   let healer: VolumeHealerClient;
   let identity: IdentityClient;
+  let tls: TlsFiles;
 
   const csiAddonsNode = () => kube.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as { metadata: { annotations?: Record<string, string> }; spec: { driver: Record<string, string> } } | undefined;
   const annotation = (key: string) => csiAddonsNode()?.metadata.annotations?.[key];
@@ -108,11 +115,17 @@ async function main(): Promise<number> {
     story.line(`state file ${stub.stateFile}: ${VOLUMES.length} volumes staged, all HEALTHY`);
 
     story.step("Sidecar: starts next to the driver and registers the node");
-    sidecar = await spawnSidecar({ build: "source", driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath, logFile: join(dir, "sidecar.log") });
+    tls = await makeTlsFiles(dir);
+    sidecar = await spawnSidecar({
+      build: "source",
+      driverSocket: stub.addonsSocket,
+      kubeconfig: kube.kubeconfigPath,
+      logFile: join(dir, "sidecar.log"),
+      args: ["--enable-auth=true", `--tls-cert-file=${tls.certFile}`, `--tls-key-file=${tls.keyFile}`],
+    });
     cleanup.add("sidecar", () => sidecar.stop());
     story.line(`sidecar pid ${sidecar.pid}, controller port ${sidecar.address}, /healthz /readyz /metrics on 127.0.0.1:${sidecar.httpPort}`);
-    story.line(`caller auth is OFF for this local demo (--enable-auth=false): plaintext gRPC, no token.`);
-    story.line(`  In a cluster it is on: TLS, and every call needs a bearer token that TokenReview and SubjectAccessReview accept.`);
+    story.line(`caller auth is ON, as in a cluster: TLS (${tls.certFile}), a token for this node only (audience ${nodeAudience(NODE)}), and call csiaddonsnodes/heal (per-service RBAC).`);
     story.line(`sidecar log (JSON lines): ${sidecar.logFile}`);
     await sidecar.waitReadyz(200);
     const ready = await sidecar.readyz();
@@ -125,8 +138,18 @@ async function main(): Promise<number> {
     story.line(`no ${RESTARTED_AT} annotation yet: the driver has not restarted`);
 
     story.step("Look: who is this driver, and can it heal? (identity pass-through, as grpcurl would ask)");
-    healer = new VolumeHealerClient(sidecar.address, grpc.credentials.createInsecure());
-    identity = new IdentityClient(sidecar.address, grpc.credentials.createInsecure());
+    kube.auth.addToken(OPERATOR.token, { username: OPERATOR.user, audiences: [nodeAudience(NODE)] });
+    kube.auth.allow(OPERATOR.user, HEAL_FAMILY);
+    const asOperator = grpc.credentials.combineChannelCredentials(
+      tlsCredentials(tls),
+      grpc.credentials.createFromMetadataGenerator((_params, cb) => {
+        const md = new grpc.Metadata();
+        md.set("authorization", `Bearer ${OPERATOR.token}`);
+        cb(null, md);
+      }),
+    );
+    healer = new VolumeHealerClient(sidecar.address, asOperator, TLS_CLIENT_OPTIONS);
+    identity = new IdentityClient(sidecar.address, asOperator, TLS_CLIENT_OPTIONS);
     cleanup.add("gRPC clients", () => (healer.close(), identity.close()));
     const id = await getIdentity();
     story.expect(id.name === DRIVER, `GetIdentity names ${DRIVER}, got ${JSON.stringify(id.name)}`);
@@ -149,15 +172,22 @@ async function main(): Promise<number> {
 
     story.step("Controller: the healer controller starts, finds the node and checks its volumes");
     kube.auth.addToken("demo-controller-token", { username: CONTROLLER_USER });
+    kube.auth.allow(CONTROLLER_USER, HEAL_FAMILY);
     controller = await spawnController({
       build: "source",
       kubeconfig: kube.writeKubeconfig("demo-controller-token", "healer-controller"),
       logFile: join(dir, "controller.log"),
-      args: [`--check-interval=${CHECK_INTERVAL}`],
+      args: [
+        `--check-interval=${CHECK_INTERVAL}`,
+        "--sidecar-tls=true",
+        `--sidecar-ca-file=${tls.certFile}`,
+        "--sidecar-tls-server-name=localhost",
+        `--service-account=${CONTROLLER_SA.namespace}/${CONTROLLER_SA.name}`,
+      ],
     });
     cleanup.add("healer controller", () => controller.stop());
     story.line(`csi-addons-healer-controller pid ${controller.pid}, /healthz /readyz /metrics on 127.0.0.1:${String(controller.started["httpPort"])}`);
-    story.line(`  --sidecar-tls=false (local demo), --leader-elect=false (one replica), --check-interval=${CHECK_INTERVAL} (default 5m)`);
+    story.line(`  TLS verified against the sidecar's certificate, a token per node (--service-account ${CONTROLLER_SA.namespace}/${CONTROLLER_SA.name}), --leader-elect=false (one replica), --check-interval=${CHECK_INTERVAL} (default 5m)`);
     story.line(`controller log (JSON lines): ${controller.logFile}`);
     const firstMarker = await controller.waitWhileRunning(`the controller's ${HANDLED_RESTART} annotation`, () => annotation(HANDLED_RESTART));
     const first = await passOver("first-sight", 0, "the controller's first pass over the node");
@@ -307,8 +337,9 @@ async function main(): Promise<number> {
     say(`\nHolding: everything keeps running. Try:`);
     say(`  kubectl --kubeconfig ${kube!.kubeconfigPath} get csiaddonsnodes -n ${NAMESPACE} -o yaml`);
     say(`  kubectl --kubeconfig ${kube!.kubeconfigPath} get events -A`);
-    say(`  grpcurl -plaintext ${sidecar!.address} list`);
-    say(`  grpcurl -plaintext -d '{"pv_name":"pv-raw"}' ${sidecar!.address} sidecar.v1.VolumeHealer/GetVolumeHealth`);
+    const grpcurl = `grpcurl -cacert ${tls!.certFile} -servername localhost -H "authorization: Bearer ${OPERATOR.token}"`;
+    say(`  ${grpcurl} ${sidecar!.address} list`);
+    say(`  ${grpcurl} -d '{"pv_name":"pv-raw"}' ${sidecar!.address} sidecar.v1.VolumeHealer/GetVolumeHealth`);
     say(`  curl -s http://127.0.0.1:${String(controller!.started["httpPort"])}/metrics`);
     say(`  edit ${stub!.stateFile} to break a volume, and watch the controller heal it within ${CHECK_INTERVAL}`);
     say(`Press Ctrl-C to stop.`);

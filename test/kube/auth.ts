@@ -8,7 +8,17 @@ export const KUBE_API_AUDIENCE = "https://kubernetes.default.svc.cluster.local";
 /** The API server's audiences (its --api-audiences, which default to the service-account issuer). */
 export const KUBE_API_AUDIENCES: readonly string[] = [KUBE_API_AUDIENCE];
 
-export interface TokenUser { username: string; uid?: string; groups?: string[]; audiences?: string[]; expired?: boolean }
+export interface TokenUser {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  audiences?: string[];
+  expired?: boolean;
+  /** Epoch ms after which the token is refused (TokenRequest's expirationTimestamp). */
+  expiresAt?: number;
+  /** Why a token is no longer good though unexpired (its ServiceAccount deleted or recreated); undefined = good. */
+  revoked?: () => string | undefined;
+}
 export interface Rule { verbs: string[]; apiGroups: string[]; resources: string[]; resourceNames?: string[]; namespace?: string }
 export interface Subject { username: string; uid?: string; groups: string[] }
 
@@ -24,6 +34,12 @@ export class Auth {
   private readonly tokens = new Map<string, TokenUser>();
   private readonly rules = new Map<string, Rule[]>();
   requireRbac: boolean;
+  /**
+   * The server's --service-account-max-token-expiration: a TokenRequest asking longer gets this
+   * lifetime, reported in status.expirationTimestamp as the real server does. Tests set it below
+   * the real floor (1h) to see expiry and refresh without waiting; undefined = no cap.
+   */
+  maxTokenExpirationSeconds: number | undefined;
 
   constructor(readonly adminToken: string, requireRbac: boolean) {
     this.requireRbac = requireRbac;
@@ -32,6 +48,11 @@ export class Auth {
 
   addToken(token: string, user: TokenUser): void {
     this.tokens.set(token, { ...user, groups: [...(user.groups ?? [])] });
+  }
+
+  /** The tokens issued to `username`, with their audiences (tests replay them elsewhere). */
+  tokensOf(username: string): { token: string; audiences: string[] }[] {
+    return [...this.tokens].filter(([, u]) => u.username === username).map(([token, u]) => ({ token, audiences: [...(u.audiences ?? [])] }));
   }
 
   allow(subject: string, rule: Rule): void {
@@ -55,7 +76,9 @@ export class Auth {
   review(token: string | undefined, audiences: string[] = []): { subject?: Subject; audiences?: string[]; error?: string } {
     const u = token ? this.tokens.get(token) : undefined;
     if (!u) return { error: "invalid bearer token" };
-    if (u.expired) return { error: "token has expired" };
+    if (u.expired || (u.expiresAt !== undefined && Date.now() >= u.expiresAt)) return { error: "token has expired" };
+    const revoked = u.revoked?.();
+    if (revoked) return { error: revoked };
     const wanted = audiences.length > 0 ? audiences : KUBE_API_AUDIENCES;
     const held = u.audiences?.length ? u.audiences : KUBE_API_AUDIENCES;
     const granted = wanted.filter((a) => held.includes(a));
@@ -91,8 +114,10 @@ const has = (list: string[], v: string) => list.includes("*") || list.includes(v
 
 function ruleMatches(r: Rule, a: Extract<Attributes, { kind: "resource" }>): boolean {
   if (!has(r.verbs, a.verb) || !has(r.apiGroups, a.group)) return false;
-  const [base] = a.resource.split("/");
-  const resourceOk = r.resources.includes("*") || r.resources.includes(a.resource) || (a.resource.includes("/") && r.resources.includes(`${base}/*`));
+  // As RBAC's ResourceMatches: "x" never covers "x/sub"; "x/*" covers every subresource of x, "*/sub" that subresource of all.
+  const [base, sub] = a.resource.split("/");
+  const resourceOk =
+    r.resources.includes("*") || r.resources.includes(a.resource) || (sub !== undefined && (r.resources.includes(`${base}/*`) || r.resources.includes(`*/${sub}`)));
   if (!resourceOk) return false;
   if (r.resourceNames?.length && (!a.name || !r.resourceNames.includes(a.name))) return false;
   if (r.namespace !== undefined && r.namespace !== a.namespace) return false;

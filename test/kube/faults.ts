@@ -6,7 +6,20 @@
 // its sidecars) can say who made which requests.
 
 export interface Match { verb?: string; resource?: string; path?: string | RegExp }
-export interface RequestFacts { verb: string; resource: string; path: string }
+export interface RequestFacts {
+  verb: string;
+  resource: string;
+  path: string;
+  /** A list's or watch's resourceVersion: "unset" (a quorum read from etcd for a list), "0" (the watch cache), or "set". */
+  resourceVersion?: "unset" | "0" | "set";
+}
+
+/** How a list or watch asked for its resourceVersion, as the counters key it. */
+export function resourceVersionOption(verb: string, query: URLSearchParams): RequestFacts["resourceVersion"] {
+  if (verb !== "list" && verb !== "watch") return undefined;
+  const rv = query.get("resourceVersion");
+  return rv === null || rv === "" ? "unset" : rv === "0" ? "0" : "set";
+}
 
 const matches = (m: Match | undefined, f: RequestFacts) =>
   !m ||
@@ -19,10 +32,12 @@ const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1
 export class Counters {
   private readonly counts = new Map<string, number>();
   private readonly users = new Map<string, Map<string, number>>();
+  private readonly options = new Map<string, number>();
 
   record(f: RequestFacts, username?: string): void {
     const k = `${f.verb} ${f.resource}`;
     bump(this.counts, k);
+    if (f.resourceVersion !== undefined) bump(this.options, `${k} resourceVersion=${f.resourceVersion}`);
     if (username === undefined) return;
     const mine = this.users.get(username) ?? new Map<string, number>();
     this.users.set(username, bump(mine, k));
@@ -30,6 +45,11 @@ export class Counters {
 
   get(verb: string, resource: string): number {
     return this.counts.get(`${verb} ${resource}`) ?? 0;
+  }
+
+  /** Lists or watches of a resource by how they set resourceVersion: `withResourceVersion("list", "pods", "unset")`. */
+  withResourceVersion(verb: "list" | "watch", resource: string, rv: NonNullable<RequestFacts["resourceVersion"]>): number {
+    return this.options.get(`${verb} ${resource} resourceVersion=${rv}`) ?? 0;
   }
 
   total(filter: { verb?: string; resource?: string } = {}): number {
@@ -44,6 +64,7 @@ export class Counters {
   reset(): void {
     this.counts.clear();
     this.users.clear();
+    this.options.clear();
   }
 
   snapshot(): Record<string, number> {

@@ -13,10 +13,14 @@ import { answerReview } from "./reviews.js";
 import { badRequest, deleted, methodNotAllowed, pathNotFound } from "./status.js";
 import { asTable, wantsTable } from "./table.js";
 import { serveWatch } from "./watch.js";
+import { issueToken } from "./token-request.js";
 
 export interface Reply { code: number; body: unknown; warnings?: string[] }
 
 const notAllowed = () => methodNotAllowed("the server does not allow this method on the requested resource");
+
+/** serviceaccounts/{name}/token: the one create-only subresource served (TokenRequest). */
+const isTokenRequest = (t: ResourceType, ri: RequestInfo) => t.group === "" && t.plural === "serviceaccounts" && ri.subresource === "token";
 
 /** Resolves the type and the object's namespace for a resource request, or throws 404/405. */
 function route(ops: Ops, ri: RequestInfo): { t: ResourceType; ns: string | undefined } {
@@ -26,7 +30,9 @@ function route(ops: Ops, ri: RequestInfo): { t: ResourceType; ns: string | undef
   const ns = isNs ? undefined : ri.namespace;
   if (!isNs && !t.namespaced && ri.namespace !== undefined) throw pathNotFound();
   if (t.namespaced && ns === undefined && !(ri.verb === "list" || ri.verb === "watch")) throw pathNotFound();
-  if (ri.subresource !== undefined) {
+  if (isTokenRequest(t, ri)) {
+    if (ri.verb !== "create") throw notAllowed();
+  } else if (ri.subresource !== undefined) {
     if (ri.subresource !== "status" || !t.statusSubresource) throw pathNotFound();
     if (!["get", "update", "patch"].includes(ri.verb)) throw notAllowed();
   } else if (!t.verbs.includes(ri.verb as Verb)) throw notAllowed();
@@ -75,6 +81,7 @@ export function handleResource(
     }
     case "create": {
       if (t.virtual) return { code: 201, body: answerReview(t, auth, body, caller) };
+      if (isTokenRequest(t, ri)) return { code: 201, body: issueToken(ops, auth, t, ns!, name, body) };
       const r = ops.create(t, ns, body, writeOpts(ri));
       return { code: 201, body: r.obj, warnings: r.warnings };
     }

@@ -31,6 +31,19 @@ describe("list", () => {
     assert.deepEqual(names(all), ["l-1", "l-2", "l-3", "l-4"]);
   });
 
+  test("resourceVersion=0: served from the cache, whole (limit ignored, no continue), never older than a write the client saw; counted apart from quorum lists", async () => {
+    const before = { unset: api.counters.withResourceVersion("list", P, "unset"), zero: api.counters.withResourceVersion("list", P, "0") };
+    const created: any = await c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default", body: csiNode("l-0") });
+    const l = await list({ resourceVersion: "0", limit: 1 });
+    assert.deepEqual(names(l), ["l-0", "l-1", "l-2", "l-3"]);
+    assert.equal(l.metadata.continue, undefined);
+    assert.ok(Number(l.metadata.resourceVersion) >= Number(created.metadata.resourceVersion));
+    await list();
+    assert.equal(api.counters.withResourceVersion("list", P, "0"), before.zero + 1);
+    assert.equal(api.counters.withResourceVersion("list", P, "unset"), before.unset + 1);
+    await c.custom.deleteNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default", name: "l-0" });
+  });
+
   test("fieldSelector metadata.name and labelSelector (=, ==, !=, in, exists)", async () => {
     assert.deepEqual(names(await list({ fieldSelector: "metadata.name=l-2" })), ["l-2"]);
     assert.deepEqual(names(await list({ labelSelector: "tier=gold" })), ["l-1", "l-3"]);

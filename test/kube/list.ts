@@ -42,8 +42,12 @@ export function listObjects(ops: Ops, t: ResourceType, ns: string | undefined, q
   const byLabel = labelSelector(q.get("labelSelector"));
   const byField = fieldSelector(q.get("fieldSelector"), key);
   const cont = q.get("continue");
-  const limit = Number(q.get("limit") ?? 0);
-  if (!Number.isInteger(limit) || limit < 0) throw badRequest(`limit must be a non-negative integer, got "${q.get("limit")}"`);
+  const limitAsked = Number(q.get("limit") ?? 0);
+  if (!Number.isInteger(limitAsked) || limitAsked < 0) throw badRequest(`limit must be a non-negative integer, got "${q.get("limit")}"`);
+  // resourceVersion=0 ("any"): served from the watch cache, which ignores limit and pages nothing.
+  // This server's cache is its store: never older than anything a client saw from it.
+  const fromCache = q.get("resourceVersion") === "0" && !cont && q.get("resourceVersionMatch") !== "Exact";
+  const limit = fromCache ? 0 : limitAsked;
 
   let rv = ops.store.currentRv();
   let start = "";

@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { type Attributes, Auth } from "./auth.js";
 import { discoveryDoc } from "./discovery.js";
-import type { Counters, FaultPlan } from "./faults.js";
+import { resourceVersionOption, type Counters, type FaultPlan } from "./faults.js";
 import { handleResource, type Reply } from "./handler.js";
 import { openapiV3Doc, openapiV3Root } from "./openapi.js";
 import type { Ops } from "./ops.js";
@@ -93,7 +93,7 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
     const ri = parseRequest(req.method ?? "GET", req.url ?? "/");
     const caller = deps.auth.authenticate(req.headers.authorization);
     if (!caller) throw unauthorized();
-    const facts = { verb: ri.verb, resource: ri.isResource ? resourceWithSub(ri) : ri.path, path: ri.path };
+    const facts = { verb: ri.verb, resource: ri.isResource ? resourceWithSub(ri) : ri.path, path: ri.path, resourceVersion: resourceVersionOption(ri.verb, ri.query) };
     deps.counters.record(facts, caller.username);
     const delay = deps.faults.delayFor(facts);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));

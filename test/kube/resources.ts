@@ -101,6 +101,7 @@ const defs: Def[] = [
   { gv: "v1", plural: "nodes", kind: "Node", namespaced: false, shortNames: ["no"], status: true },
   { gv: "v1", plural: "pods", kind: "Pod", namespaced: true, shortNames: ["po"], categories: ["all"], status: true, statusOnCreate: () => ({ phase: "Pending" }), returnDeletedObject: true },
   { gv: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, shortNames: ["pv"], status: true, statusOnCreate: () => ({ phase: "Pending" }), returnDeletedObject: true },
+  { gv: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, shortNames: ["sa"] },
   { gv: "v1", plural: "secrets", kind: "Secret", namespaced: true, normalize: secretNormalize },
   { gv: "v1", plural: "events", kind: "Event", namespaced: true, shortNames: ["ev"], nameRule: "any" },
   { gv: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: ["ds"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }) },

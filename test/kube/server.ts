@@ -52,9 +52,9 @@ export interface KubeApi {
   connectionsAccepted(): number;
   /** TCP connections open now. */
   connectionsOpen(): number;
-  counters: { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number>; byUser(): Record<string, Record<string, number>> };
+  counters: Pick<Counters, "withResourceVersion"> & { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number>; byUser(): Record<string, Record<string, number>> };
   faults: { failNext(n: number, status: 500 | 503 | 429, match?: Match): void; latency(ms: number, match?: Match): void; clear(): void; dropWatches(): void; down(): Promise<void>; up(): Promise<void> };
-  auth: { addToken(token: string, user: TokenUser): void; allow(username: string, rule: Rule): void; clearRules(username?: string): void; setRequireRbac(on: boolean): void };
+  auth: { addToken(token: string, user: TokenUser): void; allow(username: string, rule: Rule): void; clearRules(username?: string): void; setRequireRbac(on: boolean): void; setMaxTokenExpiration(seconds: number | undefined): void; tokensOf(username: string): { token: string; audiences: string[] }[] };
 }
 
 /** Namespaces every cluster has. */
@@ -178,6 +178,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       allow: (username, rule) => auth.allow(username, rule),
       clearRules: (username) => auth.clearRules(username),
       setRequireRbac: (on) => (auth.requireRbac = on),
+      setMaxTokenExpiration: (seconds) => (auth.maxTokenExpirationSeconds = seconds),
+      tokensOf: (username) => auth.tokensOf(username),
     },
   };
 }

@@ -16,9 +16,9 @@ export const AUDIENCE = "csi-addons-healer";
 /** The healer controller's identity. */
 export const HEALER_USER = `system:serviceaccount:${NAMESPACE}:healer-controller`;
 
-/** The healer controller's permission, which the sidecar's SubjectAccessReview asks about (not the sidecar's own). */
+/** The healer controller's permission (heal only), which the sidecar's SubjectAccessReview asks about (not the sidecar's own). */
 export function allowHealer(kube: KubeApi): void {
-  kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+  kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes/heal"], namespace: NAMESPACE });
 }
 
 export interface TlsFiles {

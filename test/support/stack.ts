@@ -6,7 +6,7 @@ import { restartDriverStub, startDriverStub, type DriverStub, type StubState } f
 import { startSidecarProc, waitHealth, type SidecarProc } from "./sidecar.js";
 import { waitFor } from "./wait.js";
 import { TLS_CLIENT_OPTIONS, checkHealth, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
-import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, userPod, volumeAttachment } from "./fixtures.js";
+import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, csiDriver, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, userPod, volumeAttachment } from "./fixtures.js";
 
 export const CAN = "csiaddons.openshift.io/v1alpha1";
 export const HANDLED = HANDLED_RESTART;
@@ -43,6 +43,8 @@ export interface Stack {
   startSidecar(): Promise<SidecarProc>;
   /** SIGKILL the driver and start it again (new boot id, same volumes). */
   crashDriver(): Promise<void>;
+  /** SIGKILL the driver and start it again with these flags (e.g. --no-boot-id); waits for nothing else. */
+  replaceDriver(extraArgs?: string[]): Promise<void>;
   /** NodeHealVolume calls the driver received for a PV. */
   heals(pvName: string): number;
   healthChecks(pvName: string): number;
@@ -54,6 +56,11 @@ export interface Stack {
 }
 
 export const handleOf = (pvName: string) => `handle-${pvName}`;
+
+/** A Pod as a kubelet reports it once started (status.startTime: now). */
+export function started(p: Record<string, any>): Record<string, any> {
+  return { ...p, status: { ...p.status, startTime: new Date().toISOString() } };
+}
 
 export function runningPod(uid?: string): Record<string, any> {
   const p = pod() as Record<string, any>;
@@ -69,9 +76,11 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     runningPod(),
     node(),
     ...pvs.flatMap((name) => {
-      if (o.withoutAttach?.includes(name)) return [pv(name, { claim: claimOf(name) }), userPod(`app-${name}`, [claimOf(name)])];
+      if (o.withoutAttach?.includes(name)) return [pv(name, { claim: claimOf(name) }), started(userPod(`app-${name}`, [claimOf(name)]))];
       return [pv(name, { claim: o.claims?.[name] }), volumeAttachment(name, handleOf(name))];
     }),
+    // A driver without attach says so on its CSIDriver: only then are the node's Pods listed.
+    ...(o.withoutAttach?.length ? [csiDriver(false)] : []),
     ...(o.extra ?? []),
   ];
   const kube = await startKubeApi({ crdFiles: [upstreamCrdFile], seed, ...o.kube });
@@ -97,6 +106,10 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       }
       return stack.sidecar;
     },
+    async replaceDriver(extraArgs = []) {
+      await stub.kill();
+      stub = await restartDriverStub(stub, { extraArgs });
+    },
     async crashDriver() {
       const before = stack.annotation(RESTARTED_AT);
       await stub.kill();
@@ -112,7 +125,8 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         "the controller to record the handled restart",
         () => {
           const a = stack.csiAddonsNode()?.metadata?.annotations ?? {};
-          const marker = `${a[POD_UID_ANNOTATION] ?? ""}+${a[RESTARTED_AT] ?? ""}`;
+          const reconnected = a["sidecar.csiaddons.openshift.io/driverReconnectedAt"];
+          const marker = `${a[POD_UID_ANNOTATION] ?? ""}+${a[RESTARTED_AT] ?? ""}${reconnected === undefined ? "" : `+${reconnected}`}`;
           return a[HANDLED] === marker ? marker : undefined;
         },
         { timeoutMs },

@@ -79,7 +79,7 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
       waitStarted: false,
       args: [
         "--leader-elect=true", `--leader-election-namespace=${SA_NAMESPACE}`, "--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=300ms",
-        "--sidecar-tls=true", `--sidecar-ca-file=${tls.certFile}`, "--sidecar-tls-server-name=localhost", `--token-file=${tokenFile}`, "--check-interval=300ms",
+        "--sidecar-tls=true", `--sidecar-ca-file=${tls.certFile}`, "--sidecar-tls-server-name=localhost", `--service-account=${SA_NAMESPACE}/${SA}`, "--check-interval=300ms",
       ],
     });
     const lease = () => stack.kube.get(LEASE.apiVersion, LEASE.kind, LEASE.namespace, LEASE.name) as any;
@@ -113,10 +113,11 @@ describe("the controller's RBAC from deploy/ is exactly what it needs", { skip: 
       volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "ABNORMAL", heal: "SUCCEED" } },
       claims: { "pv-a": "data-a" },
       withoutAttach: ["pv-c"],
-      sidecarArgs: [...authArgs(AUDIENCE, tls), "--auth-verb=call", "--auth-cache-ttl=0"],
+      // The sidecar's default audiences (@node,@api-server): the controller's per-node token.
+      sidecarArgs: [...authArgs("@node,@api-server", tls), "--auth-verb=call", "--auth-cache-ttl=0"],
       tls,
       kube: { requireRbac: true },
-      extra: [namespace(SA_NAMESPACE)],
+      extra: [namespace(SA_NAMESPACE), { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: SA, namespace: SA_NAMESPACE } }],
     });
     stack.kube.auth.addToken(API_TOKEN, { username: USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
     stack.kube.auth.addToken(SIDECAR_TOKEN, { username: USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });

@@ -1,7 +1,7 @@
 // DESIGN 7.3 / AUTH-POLICY 5: the controller verifies the sidecar's TLS certificate against
 // --sidecar-ca-file (server name --sidecar-tls-server-name) and presents the bearer token from
 // --token-file, re-read when the kubelet rotates it. The sidecar runs with auth on and checks
-// verb `call` on csiaddonsnodes.
+// verb `call` on csiaddonsnodes/heal.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { renameSync, writeFileSync } from "node:fs";
@@ -33,7 +33,7 @@ before(async () => {
     tls,
   });
   stack.kube.auth.addToken("token-1", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
-  stack.kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+  stack.kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes/heal"], namespace: NAMESPACE });
   writeToken("token-1");
   await stack.startSidecar();
 });

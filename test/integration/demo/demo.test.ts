@@ -36,7 +36,7 @@ test("npm run demo tells the healing story with the real controller healing on i
   for (const line of [
     /^\[1\/10\] Kubernetes: /m,
     /kubeconfig: \/\S+\.json$/m,
-    /caller auth is OFF for this local demo \(--enable-auth=false\)/,
+    /caller auth is ON, as in a cluster: TLS .*, a token for this node only \(audience csi-addons-healer\/node-1\), and call csiaddonsnodes\/heal \(per-service RBAC\)/,
     /sidecar log \(JSON lines\): \/\S+sidecar\.log$/m,
     /GetCapabilities .*: Service NODE_SERVICE, VolumeHealer GET_VOLUME_HEALTH, VolumeHealer HEAL_VOLUME$/m,
     /pv-raw +-> volume vol-raw +HEALTHY$/m,

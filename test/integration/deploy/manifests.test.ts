@@ -53,7 +53,9 @@ describe("deploy/ layout", { skip }, () => {
       const listed = used.has(file) || [...used].some((u) => file.startsWith(`${u}/`));
       assert.ok(listed || readme.includes(`deploy/${file}`), `${file} is used by no kustomization and not in deploy/README.md`);
     }
-    assert.deepEqual(readKustomization().components, componentDirs.map((d) => `components/${d}`), "the top level installs every component");
+    // Opt-in components (issue 48): the upstream controller's access, and the Lease of controller plugins.
+    const optIn = ["controller-plugin-lease", "upstream-controller-access"];
+    assert.deepEqual(readKustomization().components, componentDirs.filter((d) => !optIn.includes(d)).map((d) => `components/${d}`), "the top level installs every component but the opt-in ones");
   });
 
   test("every rendered object validates against its Kubernetes schema, with no unknown fields", () => {
@@ -122,8 +124,11 @@ describe("deploy/ layout", { skip }, () => {
     const upstreamNamespace = "csi-addons-system";
     assert.notEqual(readKustomization().namespace, upstreamNamespace);
     assert.ok(!top.some((o) => o.metadata.name === upstreamNamespace || o.metadata.namespace === upstreamNamespace), "`kubectl delete -k deploy/` would delete the upstream controller's objects");
-    const upstream = bindings(top).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace));
-    assert.deepEqual(upstream.map((b) => `${b.kind}/${b.metadata.name}`), ["ClusterRoleBinding/csi-addons-healer-caller-upstream-controller"]);
+    // The upstream controller's access is opt-in (issue 48): not in the default install, only with its component.
+    assert.deepEqual(bindings(top).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace)), []);
+    const withAccess = renderOverlay({ resources: [""], components: ["components/upstream-controller-access"] });
+    const upstream = bindings(withAccess).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace));
+    assert.deepEqual(upstream.map((b) => `${b.kind}/${b.metadata.name}`), ["ClusterRoleBinding/csi-addons-healer-upstream-caller"]);
     assert.deepEqual(upstream[0]!.subjects, [{ kind: "ServiceAccount", name: "csi-addons-controller-manager", namespace: upstreamNamespace }]);
   });
 
@@ -173,8 +178,8 @@ describe("deploy/ layout", { skip }, () => {
     for (const b of bindings(controllerPlugin)) {
       assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: readKustomization("examples/controller-plugin").namespace }]);
     }
-    const role = findOne(controllerPlugin, "Role") as K8sObject & { rules: Rule[] };
-    const lease = role.rules.find((r) => r.resources.includes("leases"));
+    const roles = controllerPlugin.filter((o) => o.kind === "Role") as (K8sObject & { rules: Rule[] })[];
+    const lease = roles.flatMap((r) => r.rules).find((r) => r.resources.includes("leases"));
     assert.deepEqual(lease?.verbs, ["get", "create", "update"], "the Lease <driver>-csi-addons: read, create, renew");
   });
 
@@ -283,7 +288,6 @@ describe("RBAC", { skip }, () => {
     const table = (list: Rule[]) => list.map((r) => `${r.apiGroups.join(",") || "core"}/${r.resources.join(",")}: ${r.verbs.join(",")}`).sort();
     assert.deepEqual(table(rules.namespaced), [
       "apps/replicasets: get",
-      "coordination.k8s.io/leases: get,create,update",
       "core/pods: get",
       "csiaddons.openshift.io/csiaddonsnodes: get,watch,create,update,delete",
     ]);

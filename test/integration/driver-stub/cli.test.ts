@@ -24,7 +24,7 @@ describe("driver-stub command line", () => {
     assert.equal(r.code, 0);
     assert.ok(
       r.stdout.startsWith(
-        "Usage: csi-addons-driver-stub --name <driver> --addons-endpoint unix://<path> --csi-endpoint unix://<path> [--state FILE] [--call-log FILE]\n",
+        "Usage: csi-addons-driver-stub --name <driver> --addons-endpoint unix://<path> --csi-endpoint unix://<path> [--state FILE] [--call-log FILE] [--no-boot-id]\n",
       ),
       r.stdout,
     );

@@ -27,7 +27,7 @@ let client: InstanceType<typeof VolumeHealerClient>;
 function caller(name: string, allowed: "custom" | "default" | "none"): string {
   const user = `system:serviceaccount:${NAMESPACE}:${name}`;
   kube.auth.addToken(`${name}-token`, { username: user, audiences: [AUDIENCE] });
-  if (allowed === "custom") kube.auth.allow(user, { verbs: [RULE.verb], apiGroups: [RULE.group], resources: [RULE.resource], namespace: NAMESPACE });
+  if (allowed === "custom") kube.auth.allow(user, { verbs: [RULE.verb], apiGroups: [RULE.group], resources: [`${RULE.resource}/heal`], namespace: NAMESPACE });
   if (allowed === "default") kube.auth.allow(user, { verbs: ["update", "call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
   return user;
 }
@@ -55,14 +55,14 @@ describe("auth flags", () => {
     await kube?.stop();
   });
 
-  test("custom --auth-verb/--auth-group/--auth-resource: the access review asks exactly that rule", async () => {
+  test("custom --auth-verb/--auth-group/--auth-resource: the access review asks exactly that rule (the family as its subresource)", async () => {
     caller("custom-caller", "custom");
     caller("default-caller", "default");
     const ok = await healthAs("custom-caller");
     assert.ok(ok.ok, JSON.stringify(ok));
     const denied = await healthAs("default-caller");
     assert.equal(codeName((denied as { code: number }).code), "PERMISSION_DENIED");
-    assert.match((denied as { details: string }).details, /may not heal volumes\.healer\.example\.com in namespace csi/);
+    assert.match((denied as { details: string }).details, /may not heal volumes\/heal \(API group healer\.example\.com\) in namespace csi/);
   });
 
   test("--auth-cache-ttl: a revoked permission is denied once the cached decision expires, not before", async () => {

@@ -1,5 +1,5 @@
 // Who may call (AUTH-POLICY): TLS on the controller port, a TokenReview for our audience or the
-// API server's (@api-server), a SubjectAccessReview for "call csiaddonsnodes" — a permission the
+// API server's (@api-server), a SubjectAccessReview for "call csiaddonsnodes/heal" — a permission the
 // sidecar's own ServiceAccount does not hold; health stays open. The main sidecar runs with the
 // binary's defaults (no audience or verb flags), as a drop-in replacement of the upstream one would.
 import { after, before, describe, test } from "node:test";
@@ -21,8 +21,11 @@ import { waitFor } from "../../support/wait.js";
 import { servedCertificate } from "../../support/secure-sidecar.js";
 import { NAMESPACE, pv, volumeAttachment } from "../../support/fixtures.js";
 import { VolumeHealerClient } from "../../../proto/gen/sidecar/v1/healer.js";
+import { nodeAudience } from "../../../common/auth/audience.js";
 
 const AUDIENCE = "csi-addons-healer";
+/** The audience the main sidecar accepts by default (@node): its node's, node-1. */
+const NODE_AUD = nodeAudience("node-1");
 const HEALER_USER = "system:serviceaccount:csi-addons-healer:healer-controller";
 const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
 const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
@@ -48,15 +51,17 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 describe("caller authentication and authorization", () => {
   before(async () => {
     kube = await startTestKube([pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")]);
-    kube.auth.addToken("good-token", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
+    kube.auth.addToken("good-token", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [NODE_AUD] });
     kube.auth.addToken("other-audience-token", { username: HEALER_USER, audiences: ["https://kubernetes.default.svc"] });
-    kube.auth.addToken("expired-token", { username: HEALER_USER, audiences: [AUDIENCE], expired: true });
-    kube.auth.addToken("bob-token", { username: "bob", audiences: [AUDIENCE] });
-    kube.auth.addToken("updater-token", { username: "updater", audiences: [AUDIENCE] });
+    kube.auth.addToken("expired-token", { username: HEALER_USER, audiences: [NODE_AUD], expired: true });
+    kube.auth.addToken("bob-token", { username: "bob", audiences: [NODE_AUD] });
+    kube.auth.addToken("updater-token", { username: "updater", audiences: [NODE_AUD] });
+    // The audience every sidecar accepted before per-node tokens: no longer this node's.
+    kube.auth.addToken("shared-audience-token", { username: HEALER_USER, audiences: [AUDIENCE] });
     kube.auth.addToken("upstream-token", { username: UPSTREAM_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
     kube.auth.addToken("sidecar-sa-token", { username: SIDECAR_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
-    kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
-    kube.auth.allow(UPSTREAM_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"] });
+    kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes/heal"], namespace: NAMESPACE });
+    kube.auth.allow(UPSTREAM_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes/heal"] });
     // The old default permission, which every sidecar holds: no longer enough.
     kube.auth.allow("updater", { verbs: ["get", "update"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
     // The sidecar's own ServiceAccount with exactly what deploy/ grants it.
@@ -99,10 +104,11 @@ describe("caller authentication and authorization", () => {
   const cases: { name: string; md: Record<string, string>; code: keyof typeof grpc.status; details: RegExp }[] = [
     { name: "no token", md: {}, code: "UNAUTHENTICATED", details: /missing bearer token/ },
     { name: "not a bearer header", md: { authorization: "Basic dXNlcjpwYXNz" }, code: "UNAUTHENTICATED", details: /missing bearer token/ },
-    { name: "unknown token", md: bearer("garbage"), code: "UNAUTHENTICATED", details: /not valid for audience csi-addons-healer or the API server's/ },
+    { name: "unknown token", md: bearer("garbage"), code: "UNAUTHENTICATED", details: /not valid for audience csi-addons-healer\/node-1 or the API server's/ },
+    { name: "the shared audience csi-addons-healer (not this node's)", md: bearer("shared-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
     { name: "wrong audience", md: bearer("other-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
     { name: "expired token", md: bearer("expired-token"), code: "UNAUTHENTICATED", details: /not valid/ },
-    { name: "valid but not allowed", md: bearer("bob-token"), code: "PERMISSION_DENIED", details: /user bob may not call csiaddonsnodes\.csiaddons\.openshift\.io in namespace csi/ },
+    { name: "valid but not allowed", md: bearer("bob-token"), code: "PERMISSION_DENIED", details: /user bob may not call csiaddonsnodes\/heal \(API group csiaddons\.openshift\.io\) in namespace csi/ },
     { name: "the old default permission (update csiaddonsnodes)", md: bearer("updater-token"), code: "PERMISSION_DENIED", details: /user updater may not call/ },
     { name: "the sidecar's own ServiceAccount (deploy/'s RBAC, API-server audience)", md: bearer("sidecar-sa-token"), code: "PERMISSION_DENIED", details: new RegExp(`user ${SIDECAR_USER} may not call`) },
   ];
@@ -175,7 +181,7 @@ describe("--auth-audience without @api-server", () => {
     const k = await startTestKube([pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")]);
     k.auth.addToken("upstream-token", { username: UPSTREAM_USER, audiences: [KUBE_API_AUDIENCE] });
     k.auth.addToken("good-token", { username: HEALER_USER, audiences: [AUDIENCE] });
-    for (const u of [UPSTREAM_USER, HEALER_USER]) k.auth.allow(u, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"] });
+    for (const u of [UPSTREAM_USER, HEALER_USER]) k.auth.allow(u, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes/heal"] });
     const dir = tempDir();
     const s = await startDriverStub({ dir, state: { volumes: { "vol-a": { state: "HEALTHY" } } } });
     const sc = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: k.kubeconfigPath, args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`] });

@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { KUBE_API_AUDIENCE, startKubeApi, type KubeApi } from "../../kube/index.js";
 import { loadRbacRules, sidecarServiceAccount, type RbacRules, type Rule } from "../../support/deploy/rbac.js";
+import { render } from "../../support/deploy/load.js";
 import { startDriverStub, type DriverStub, type StubState } from "../../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../../support/sidecar.js";
 import { tempDir } from "../../support/proc.js";
@@ -321,7 +322,8 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
 };
 
 describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
-  const deployed = loadRbacRules();
+  // A controller plugin: base/ and the Lease component it adds (issue 48: node plugins get no Lease rule).
+  const deployed = loadRbacRules(render("examples/controller-plugin").map((doc) => ({ file: "examples/controller-plugin", doc })), "csi-stub-controller-example");
   // The baseline runs once per file run, whichever test needs it first: a case run alone by name
   // runs it too, and fails (never skips) when the flow does not work even with every permission.
   let baseline: Promise<StepFailed | undefined> | undefined;

@@ -13,6 +13,7 @@ import { createServer } from "node:net";
 import { connect as tlsConnect, type ConnectionOptions } from "node:tls";
 import { KUBE_API_AUDIENCE, type KubeApi } from "../../kube/index.js";
 import { IGNORED_FLAGS } from "../../../sidecar/config/upstream.js";
+import { UPSTREAM_FAMILIES } from "../../../sidecar/auth/families.js";
 import { startTestKube } from "../../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
 import { parseLines } from "../../support/sidecar.js";
@@ -88,7 +89,8 @@ describe("the upstream sidecar's arguments, unchanged", () => {
   before(async () => {
     kube = await startTestKube();
     kube.auth.addToken(TOKEN, { username: CALLER, audiences: [KUBE_API_AUDIENCE] });
-    kube.auth.allow(CALLER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"] });
+    // What components/upstream-controller-access grants: its families, not heal.
+    kube.auth.allow(CALLER, { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: UPSTREAM_FAMILIES.map((f) => `csiaddonsnodes/${f}`) });
     stub = await startDriverStub({});
   });
 

@@ -2,7 +2,7 @@
 // flag is refused as such, before any name is looked up, so the one-line error says what was wrong.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { FlagError, parseFlags, usage, type FlagSpec } from "../../../../common/config/flags.js";
+import { FlagError, parseFlags, usage, withDefaults, type FlagSpec } from "../../../../common/config/flags.js";
 import { hostPort } from "../../../../common/config/values.js";
 
 const SPECS: FlagSpec[] = [
@@ -45,4 +45,18 @@ test("host:port values: a missing or out-of-range port names the flag; an empty 
   assert.deepEqual(hostPort(raw(":8080"), "http-endpoint"), { host: "::", port: 8080 });
   assert.deepEqual(hostPort(raw("[::1]:65535"), "http-endpoint"), { host: "::1", port: 65535 });
   assert.equal(hostPort(new Map(), "http-endpoint"), undefined);
+});
+
+test("a default is declared once: withDefaults fills it where nothing was given, and usage renders it (or the note of a computed one)", () => {
+  const specs: FlagSpec[] = [
+    { name: "timeout", kind: "string", help: "deadline", default: "3m" },
+    { name: "queue", kind: "string", help: "waiting", defaultNote: "4 x inflight" },
+    { name: "plain", kind: "string", help: "no default" },
+  ];
+  assert.deepEqual(Object.fromEntries(withDefaults(specs, new Map())), { timeout: "3m" });
+  assert.deepEqual(Object.fromEntries(withDefaults(specs, new Map([["timeout", "5s"]]))), { timeout: "5s" }, "a given value stays");
+  assert.equal(
+    usage(specs),
+    ["  --timeout value\n      deadline (default 3m)", "  --queue value\n      waiting (default 4 x inflight)", "  --plain value\n      no default"].join("\n"),
+  );
 });

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { hostname } from "node:os";
-import { ConfigError, helpText, parseConfig, type Config, type HealCommand } from "../../../../controller/config/config.js";
+import { ConfigError, FLAGS, HEAL_FLAGS, helpText, parseConfig, type Config, type HealCommand } from "../../../../controller/config/config.js";
 
 const run = (argv: string[], env: NodeJS.ProcessEnv = {}): Config => {
   const r = parseConfig(argv, env);
@@ -50,6 +50,7 @@ test("defaults: in a cluster, TLS verified against the CA and leader election on
     kubeconfig: undefined,
     namespace: undefined,
     checkIntervalMs: 300_000,
+    restartHealMode: "always",
     perNodeConcurrency: 8,
     maxConcurrentHeals: 64,
     maxAttempts: 5,
@@ -58,6 +59,8 @@ test("defaults: in a cluster, TLS verified against the CA and leader election on
     healTimeoutMs: 180_000,
     sidecarTls: { enabled: true, caFile: "/ca.crt", serverName: undefined, insecureSkipVerify: false },
     tokenFile: undefined,
+    tokenServiceAccount: undefined,
+    tokenExpirationSeconds: 3600,
     httpEndpoint: undefined,
     leader: {
       enabled: true,
@@ -80,6 +83,7 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     KUBECONFIG: "/k",
     WATCH_NAMESPACE: "ceph-csi",
     CHECK_INTERVAL: "10m",
+    RESTART_HEAL_MODE: "if-abnormal",
     PER_NODE_CONCURRENCY: "4",
     MAX_CONCURRENT_HEALS: "32",
     MAX_ATTEMPTS: "3",
@@ -105,6 +109,7 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     kubeconfig: "/k",
     namespace: "ceph-csi",
     checkIntervalMs: 600_000,
+    restartHealMode: "if-abnormal",
     perNodeConcurrency: 4,
     maxConcurrentHeals: 32,
     maxAttempts: 3,
@@ -113,6 +118,8 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     healTimeoutMs: 300_000,
     sidecarTls: { enabled: true, caFile: "/etc/healer/ca.crt", serverName: "csi-addons-sidecar", insecureSkipVerify: false },
     tokenFile: "/var/run/secrets/tokens/healer",
+    tokenServiceAccount: undefined,
+    tokenExpirationSeconds: 3600,
     httpEndpoint: { host: "::", port: 8080 },
     leader: { enabled: true, namespace: "healer", name: "healer-lease", identity: "healer-7d9f-abcde", leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
     logLevel: "debug",
@@ -163,4 +170,16 @@ test("--help and --version are answers of their own, before any other value is c
   for (const line of ["Usage: csi-addons-healer-controller [flags]", "heal --node N", "--sidecar-ca-file", "--leader-election-retry-period", "heal subcommand:", "--mode"]) {
     assert.ok(text.includes(line), line);
   }
+});
+
+test("every declared default is the one applied: the config without a flag equals the config with --flag=<its default>", () => {
+  const declared = FLAGS.filter((f) => f.default !== undefined);
+  assert.ok(declared.length >= 15, `${declared.length} flags declare a default`);
+  const tls = ["--sidecar-ca-file=ca.pem"];
+  const plain = run(tls);
+  for (const f of declared) assert.deepEqual(run([...tls, `--${f.name}=${f.default}`]), plain, `--${f.name}`);
+  for (const f of HEAL_FLAGS.filter((h) => h.default !== undefined)) {
+    assert.deepEqual(heal([...tls, "--node=n", `--${f.name}=${f.default}`]), heal([...tls, "--node=n"]), `heal --${f.name}`);
+  }
+  for (const f of [...FLAGS, ...HEAL_FLAGS]) if (f.default) assert.ok(helpText().includes(`(default ${f.default})`), `--help shows --${f.name}'s default`);
 });

@@ -274,7 +274,7 @@ test("controller: a deleted CSIAddonsNode's pass ends: its heals still waiting i
   assert.deepEqual(patched, []);
 });
 
-test("controller: a CSIAddonsNode deleted and made again (its handled marker lost with it) is seen anew: checked, marker recorded again", async (t) => {
+test("controller: a CSIAddonsNode deleted and made again (its handled marker lost with it) is not seen anew: the marker handled here is recorded on it, nothing called", async (t) => {
   const f = fake(() => HEALED);
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
@@ -295,7 +295,7 @@ test("controller: a CSIAddonsNode deleted and made again (its handled marker los
     () => patched.length === 2,
   );
   assert.deepEqual(patched, ["pod-1+", "pod-1+"]);
-  assert.deepEqual(f.calls, ["pv-1", "pv-2", "pv-1", "pv-2"]);
+  assert.deepEqual(f.calls, ["pv-1", "pv-2"]);
 });
 
 test("controller: a CSIAddonsNode deleted during its restart heal and made again by its sidecar (same restart, no handled marker) is healed with ALWAYS, not downgraded to a first-sight check", async (t) => {
@@ -315,12 +315,12 @@ test("controller: a CSIAddonsNode deleted during its restart heal and made again
     ],
   );
 
-  // Deleted once more, now handled: made again, it is seen anew as before (a check).
+  // Deleted once more, now handled: made again, it is not healed again; the marker is recorded on it.
   update({ ...recreated, [HANDLED_RESTART]: patched[0]! });
   remove();
   set("add", { ...SIDECAR, annotations: recreated });
-  await waitFor("checked and recorded again", () => patched.length === 2);
-  assert.deepEqual(passes().at(-1)!["trigger"], "first-sight");
+  await waitFor("the marker recorded again", () => patched.length === 2);
+  assert.equal(passes().length, 2, "no third pass");
 });
 
 test("controller: a remembered cut-short restart does not apply to the object made again for another restart, nor to one already handled", async (t) => {
@@ -1053,4 +1053,24 @@ test("controller: a replica that stops leading (unlead(), or close() at shutdown
       assert.ok((await exported()).includes("csi_addons_healer_leader 0"));
     }
   }
+});
+
+test("controller: at lead, the first periodic checks of the nodes are spread over the interval, not all due within its jitter", async (t) => {
+  const f = fake(() => HEALED);
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 800, random: () => 0.5, others: [other(2), other(3), other(4)] });
+  t.after(() => c.close());
+  const firstAt = new Map<string, number>();
+  const t0 = Date.now();
+  c.lead();
+  await waitFor("every node's first check", () => {
+    for (const pv of f.calls) {
+      const node = pv.includes("-pv-") ? pv.split("-pv-")[0]! : "n1";
+      if (!firstAt.has(node)) firstAt.set(node, Date.now() - t0);
+    }
+    return firstAt.size === 4;
+  }, { timeoutMs: 5_000, intervalMs: 5 });
+  const times = [...firstAt.values()].sort((a, b) => a - b);
+  // Due at 100, 300, 500 and 700 ms (the i-th of 4 at (i + 0.5) / 4 of 800 ms); jittered alone, all at 720-880 ms.
+  assert.ok(times[3]! - times[0]! >= 400, `first checks at ${times.join(", ")} ms`);
+  assert.ok(times[0]! < 400, `the first node checked within half the interval: ${times[0]} ms`);
 });

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ConfigError, parseConfig, type Config } from "../../../../sidecar/config/config.js";
+import { ConfigError, FLAGS, parseConfig, type Config } from "../../../../sidecar/config/config.js";
 import { parseDuration } from "../../../../common/config/duration.js";
 
 const base = ["--node-id=n1", "--pod=p", "--namespace=ns", "--enable-auth=false"];
@@ -35,10 +35,13 @@ test("defaults of DESIGN 4.1", () => {
   assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
 });
 
-test("AUTH-POLICY defaults: our audience and the API server's; a dedicated verb; all configurable", () => {
+test("AUTH-POLICY defaults: this node's audience and the API server's; a dedicated verb per service; all configurable", () => {
   const c = cfg(["--node-id=n1", "--pod=p", "--namespace=ns"]);
   assert.equal(c.enableAuth, true);
-  assert.deepEqual(c.authAudiences, ["csi-addons-healer", "@api-server"]);
+  assert.deepEqual(c.authAudiences, ["csi-addons-healer/n1", "@api-server"]);
+  assert.equal(c.authSinglePermission, false);
+  assert.equal(cfg([...base, "--auth-weaker-single-permission"]).authSinglePermission, true);
+  assert.deepEqual(cfg(["--node-id=n2", "--pod=p", "--namespace=ns", "--auth-audience=@node,csi-addons-healer"]).authAudiences, ["csi-addons-healer/n2", "csi-addons-healer"]);
   assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
   const d = cfg([...base, "--auth-audience= a , @api-server,a", "--auth-verb=heal", "--auth-resource=pods", "--auth-group="]);
   assert.deepEqual(d.authAudiences, ["a", "@api-server"]);
@@ -230,4 +233,12 @@ test("upstream TLS name lists: one name is a list; an empty list is refused; a r
   rejects([...base, "--tls-curve-preferences=,"], "tls-curve-preferences");
   const err = rejects([...base, "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_RC4_128_SHA"], "tls-cipher-suites");
   assert.match(err.message, /unsupported "TLS_RSA_WITH_RC4_128_SHA"; supported: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, /);
+});
+
+test("every declared default is the one applied: the config without a flag equals the config with --flag=<its default>", () => {
+  const declared = FLAGS.filter((f) => f.default !== undefined);
+  assert.ok(declared.length >= 15, `${declared.length} flags declare a default`);
+  const required = ["--node-id=n1", "--pod=p", "--namespace=ns"];
+  const plain = cfg(required);
+  for (const f of declared) assert.deepEqual(cfg([...required, `--${f.name}=${f.default}`]), plain, `--${f.name}`);
 });

@@ -68,18 +68,23 @@ async function refusedTwice(s: ReturnType<typeof started>): Promise<void> {
   await waitFor("the second refusal", () => s.gate.waits.length === 2);
 }
 
-test("before the watch stands, each question lists this node's Pods; a list that fails says no (logged at debug)", async () => {
+test("nothing listed or watched until the first question (a driver that attaches never asks); that question lists and starts the watch; a list that fails says no (logged at debug)", async (t) => {
   const current: FakeState = { pods: [pod("a", ["data"])] };
-  const { kube, lists } = fakeKube(current);
-  const log = captureLogger("debug");
-  const claims = new PodClaims(kube, "node-1", log.logger); // not started
+  const { kube, lists, watches } = fakeKube(current);
+  const claims = new PodClaims(kube, "node-1", quiet); // not started
+  t.after(() => claims.close());
+  assert.deepEqual([lists.length, watches.length], [0, 0]);
   assert.equal(await claims.uses("ns", "data", signal()), true);
+  await waitFor("the watch the first question started", () => watches.length === 1);
   assert.equal(await claims.uses("ns", "other", signal()), false);
   assert.equal(await claims.uses("other-ns", "data", signal()), false, "a claim is namespaced");
-  assert.deepEqual(lists, ["node-1", "node-1", "node-1"]);
-  current.listError = new Error("connection refused");
-  assert.equal(await claims.uses("ns", "data", signal()), false);
-  assert.deepEqual(log.lines.map((l) => [l.level, l.message, l.reason]), [["debug", "could not list this node's Pods", "connection refused"]]);
+
+  const failing: FakeState = { pods: [pod("a", ["data"])], listError: new Error("connection refused") };
+  const log = captureLogger("debug");
+  const broken = new PodClaims(fakeKube(failing).kube, "node-1", log.logger);
+  t.after(() => broken.close());
+  assert.equal(await broken.uses("ns", "data", signal()), false);
+  assert.ok(log.lines.some((l) => l.level === "debug" && l.message === "could not list this node's Pods" && l.reason === "connection refused"));
 });
 
 test("once the watch stands: answered without a list, counted per Pod as Pods come, change, finish and go", async (t) => {
