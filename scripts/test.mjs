@@ -7,9 +7,9 @@
 // Before an integration test starts, whatever it starts is built once if older than its sources
 // (scripts/build-fresh.mjs). `npm test` puts node_modules/.bin first on PATH, so process.execPath is
 // the pinned Node 24 runtime (the optional dependency node-linux-<arch>), whatever Node the machine has.
-// TEST_CONCURRENCY=<n> overrides how many test files run at once in each tier.
-import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+// TEST_CONCURRENCY=<n> overrides the unit tier's groups and the integration tier's files at once.
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { buildStale } from "./build-fresh.mjs";
@@ -22,9 +22,9 @@ const runnerOptions = args.filter((a) => a.startsWith("--") && !a.startsWith("--
 
 const cores = availableParallelism();
 /**
- * Files at once: unit tests keep the cores busy; integration tests mostly wait on the processes
- * they start and on sockets, so twice the cores keeps them busy too (measured on 2 cores:
- * docs/testing.md).
+ * Unit: groups of files besides the files that run alone (groupsOf). Integration: files at once;
+ * they mostly wait on the processes they start and on sockets, so twice the cores keeps the cores
+ * busy (measured on 2 cores: docs/testing.md).
  */
 const CONCURRENCY = { unit: cores, integration: cores * 2 };
 
@@ -37,19 +37,65 @@ function tierOf(file) {
   return STARTS_PROCESSES.test(readFileSync(join(root, file), "utf8")) ? "integration" : "unit";
 }
 
+/** A unit test file whose tests wait on real timers for long says so; it gets a process of its own. */
+const OWN_PROCESS = /^\/\/ unit tier: own process\b/m;
+
+/**
+ * The unit tier's files in processes that each import their share into one process
+ * (--test-isolation=none): a process per file spends most of the tier starting tsx and compiling
+ * the same modules again. The files marked OWN_PROCESS run alone; the others in `n` groups
+ * balanced by size, the best guess of a file's time before running it.
+ */
+function groupsOf(files, n) {
+  const alone = files.filter((f) => OWN_PROCESS.test(readFileSync(join(root, f), "utf8")));
+  const rest = files.filter((f) => !alone.includes(f));
+  const groups = Array.from({ length: Math.min(n, rest.length) }, () => ({ files: [], size: 0 }));
+  const bySize = rest.map((f) => ({ f, size: statSync(join(root, f)).size })).sort((a, b) => b.size - a.size);
+  for (const { f, size } of bySize) {
+    const g = groups.reduce((a, b) => (b.size < a.size ? b : a));
+    g.files.push(f);
+    g.size += size;
+  }
+  return [...alone.map((f) => [f]), ...groups.map((g) => g.files.sort())];
+}
+
+/** One `node --test` process; its output is printed when it ends (live when `live`), its counts parsed. */
+function runTests(nodeArgs, files, live) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-timeout=180000", ...nodeArgs, ...runnerOptions, ...files], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    const take = (stream, sink) =>
+      stream.setEncoding("utf8").on("data", (d) => {
+        out += d;
+        if (live) sink.write(d);
+      });
+    take(child.stdout, process.stdout);
+    take(child.stderr, process.stderr);
+    const started = Date.now();
+    child.once("close", (code) => {
+      if (!live) process.stdout.write(`${out}\n(${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+      const count = (what) => Number(new RegExp(`^ℹ ${what} (\\d+)$`, "m").exec(out)?.[1] ?? 0);
+      resolve({ ok: code === 0, pass: count("pass"), fail: count("fail") + count("cancelled"), skipped: count("skipped") });
+    });
+  });
+}
+
 const files = readdirSync(join(root, "test"), { recursive: true })
   .filter((f) => f.endsWith(".test.ts"))
   .map((f) => join("test", f))
   .filter((f) => filters.length === 0 || filters.some((s) => f.includes(s)))
   .sort();
-const tiers = ["unit", "integration"]
-  .filter((t) => tierArg === undefined || tierArg === t)
-  .map((tier) => ({ tier, files: files.filter((f) => tierOf(f) === tier) }))
-  .filter((t) => t.files.length > 0);
 if (tierArg !== undefined && !["unit", "integration"].includes(tierArg)) {
   console.error(`--tier=${tierArg}: unit or integration`);
   process.exit(2);
 }
+const tiers = ["unit", "integration"]
+  .filter((t) => tierArg === undefined || tierArg === t)
+  .map((tier) => ({ tier, files: files.filter((f) => tierOf(f) === tier) }))
+  .filter((t) => t.files.length > 0);
 if (tiers.length === 0) {
   console.error("no test files matched");
   process.exit(1);
@@ -57,19 +103,25 @@ if (tiers.length === 0) {
 
 console.log(`tests run on Node ${process.version} (${process.execPath}), ${cores} cores`);
 if (tiers.some((t) => t.tier === "integration")) console.log(`programs: ${buildStale((line) => console.log(line))}`);
-let failed = false;
 const took = [];
+const total = { ok: true, pass: 0, fail: 0, skipped: 0 };
 for (const { tier, files: tierFiles } of tiers) {
   const concurrency = Number(process.env["TEST_CONCURRENCY"] ?? CONCURRENCY[tier]);
-  console.log(`\n${tier}: ${tierFiles.length} files, ${concurrency} at once`);
   const started = Date.now();
-  const r = spawnSync(
-    process.execPath,
-    ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=180000", ...runnerOptions, ...tierFiles],
-    { cwd: root, stdio: "inherit" },
-  );
-  took.push(`${tier} ${((Date.now() - started) / 1000).toFixed(1)} s${r.status === 0 ? "" : " (failed)"}`);
-  if (r.status !== 0) failed = true;
+  let results;
+  if (tier === "unit") {
+    const groups = groupsOf(tierFiles, concurrency);
+    console.log(`\nunit: ${tierFiles.length} files in ${groups.length} processes`);
+    results = await Promise.all(groups.map((g) => runTests(["--test-isolation=none"], g, false)));
+  } else {
+    console.log(`\nintegration: ${tierFiles.length} files, ${concurrency} at once`);
+    results = [await runTests([`--test-concurrency=${concurrency}`], tierFiles, true)];
+  }
+  const ok = results.every((r) => r.ok);
+  for (const r of results) for (const k of ["pass", "fail", "skipped"]) total[k] += r[k];
+  total.ok &&= ok;
+  took.push(`${tier} ${((Date.now() - started) / 1000).toFixed(1)} s${ok ? "" : " (failed)"}`);
 }
 console.log(`\n${took.join(", ")}`);
-process.exit(failed ? 1 : 0);
+console.log(`tests: ${total.pass} passed, ${total.fail} failed${total.skipped ? `, ${total.skipped} skipped` : ""}`);
+process.exit(total.ok ? 0 : 1);

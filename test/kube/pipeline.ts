@@ -30,6 +30,7 @@ export interface KubeRequest extends AsyncIterable<Buffer> {
   readonly url?: string | undefined;
   readonly headers: IncomingHttpHeaders;
   on(event: "close", listener: () => void): unknown;
+  off(event: "close", listener: () => void): unknown;
 }
 export interface KubeResponse {
   readonly headersSent: boolean;
@@ -41,6 +42,7 @@ export interface KubeResponse {
   end(): unknown;
   end(chunk: string): unknown;
   on(event: "close", listener: () => void): unknown;
+  off(event: "close", listener: () => void): unknown;
 }
 
 async function readBody(req: KubeRequest, method: string): Promise<unknown> {
@@ -88,6 +90,20 @@ function nonResource(deps: PipelineDeps, ri: RequestInfo): Reply {
   return { code: 200, body: doc };
 }
 
+/** Resolves true after `ms`, or false as soon as the response closes. */
+function waitWhileOpen(res: KubeResponse, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (open: boolean) => {
+      clearTimeout(timer);
+      res.off("close", closed);
+      resolve(open);
+    };
+    const closed = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    res.on("close", closed);
+  });
+}
+
 export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResponse): Promise<void> {
   try {
     const ri = parseRequest(req.method ?? "GET", req.url ?? "/");
@@ -96,7 +112,9 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
     const facts = { verb: ri.verb, resource: ri.isResource ? resourceWithSub(ri) : ri.path, path: ri.path, resourceVersion: resourceVersionOption(ri.verb, ri.query) };
     deps.counters.record(facts, caller.username);
     const delay = deps.faults.delayFor(facts);
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    // A client that goes away meanwhile ends the request, as the real API server cancels it: no
+    // timer is left to hold this process after the client (or the server's stop()) gave up.
+    if (delay > 0 && !(await waitWhileOpen(res, delay))) return;
     const failure = deps.faults.takeFailure(facts);
     if (failure) throw injected(failure);
     const attrs = attributes(ri);

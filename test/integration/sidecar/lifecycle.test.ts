@@ -238,7 +238,7 @@ describe("sidecar lifecycle", () => {
     assert.equal(seen.length, 5);
     assert.deepEqual([...seen].sort(), seen, "timestamps increase");
     assert.equal(sidecar.proc.child.exitCode, null);
-    assert.equal(sidecar.logLines().filter((l) => l.message === "driver restarted; recording it on the CSIAddonsNode").length, 5);
+    assert.equal(sidecar.logLines().filter((l) => l.message === "driver restarted (new boot id); recording it on the CSIAddonsNode").length, 5);
   });
 
   test("/metrics exposes csi_sidecar_operations_seconds with the driver's name and csi-lib-utils buckets", async () => {

@@ -4,6 +4,7 @@
 // server is asked to end it within 5-10 minutes (as client-go's reflector does), and a stream
 // silent for too long (a connection dead without FIN or RST, behind something that still answers
 // TCP keepalives) is given up, so a restart marker written meanwhile still reaches the cache.
+// unit tier: own process (its tests wait out watch timeouts, about 13 s in all).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";

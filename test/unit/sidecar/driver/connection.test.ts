@@ -5,6 +5,7 @@
 // the first attempt and every tenth. A driver not there yet is waited for quietly: "still
 // waiting" is said every 10 s, not at every attempt. What the rest of the sidecar reads from a
 // connection is checked here too: its calls told to the metrics, `ready` and `down`, close().
+// unit tier: own process (its tests wait out the handshake's retry second, about 8 s in all).
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";

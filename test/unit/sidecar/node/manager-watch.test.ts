@@ -1,6 +1,7 @@
 // node/manager: its watch of the CSIAddonsNode failing, resuming from the last resourceVersion and
 // starting over, against the in-memory API. Apart from manager.test.ts (the same setup) because
 // these tests wait out real backoffs: the two files run side by side.
+// unit tier: own process (its tests wait out the watch's real backoffs, about 20 s in all).
 import { after, afterEach, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeApi as TestKube } from "../../../kube/index.js";

@@ -2,6 +2,7 @@
 // in-memory API (real 409s, finalizers, watches), with every KubeApi call timed: what it writes
 // once placed, how it waits out a deletion, how it backs off and starts over, how many loops run.
 // lifecycle.test.ts shows the same behaviour through a whole sidecar process.
+// unit tier: own process (its tests wait out the manager's real backoffs, about 25 s in all).
 import { after, afterEach, before, test } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeApi as TestKube } from "../../../kube/index.js";
