@@ -1,6 +1,7 @@
 // One HTTP request through the API server's filter chain, in the real order: authentication
 // (401), then — for authenticated requests only — counting, injected latency and failures,
 // authorization (403), and finally the handler. Every answer that is not a success is a Status.
+import { PROTOBUF, decodeProtobuf } from "./protobuf.js";
 import type { IncomingHttpHeaders } from "node:http";
 import { type Attributes, Auth } from "./auth.js";
 import { discoveryDoc } from "./discovery.js";
@@ -47,13 +48,18 @@ export interface KubeResponse {
 
 async function readBody(req: KubeRequest, method: string): Promise<unknown> {
   const type = String(req.headers["content-type"] ?? "application/json").split(";")[0]!.trim();
-  if (method !== "PATCH" && !bodyTypes.includes(type)) throw unsupportedMediaType(type, ["application/json", "application/yaml"]);
+  if (method !== "PATCH" && !bodyTypes.includes(type) && type !== PROTOBUF) throw unsupportedMediaType(type, ["application/json", "application/yaml"]);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
     size += c.length;
     if (size > MAX_BODY) throw new ApiError({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Request entity too large: limit is 3145728", reason: "RequestEntityTooLarge", code: 413 });
     chunks.push(c);
+  }
+  if (type === PROTOBUF) {
+    const decoded = decodeProtobuf(Buffer.concat(chunks));
+    if (decoded === undefined) throw unsupportedMediaType(type, ["application/json", "application/yaml"]);
+    return decoded;
   }
   const text = Buffer.concat(chunks).toString("utf8");
   if (text.trim() === "") return undefined;
