@@ -30,7 +30,10 @@ export default tseslint.config(
     rules: {
       // deploy/ silences Node's url.parse() deprecation warning for the controller's dependencies;
       // our own code must never be what prints it.
-      "no-restricted-syntax": ["error", { selector: "CallExpression[callee.object.name='url'][callee.property.name='parse']", message: "url.parse() is deprecated: use new URL()" }],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "CallExpression[callee.object.name='url'][callee.property.name='parse']", message: "url.parse() is deprecated: use new URL()" },
+      ],
       "no-restricted-imports": [
         "error",
         { paths: ["url", "node:url"].map((name) => ({ name, importNames: ["parse"], message: "url.parse() is deprecated: use new URL()" })) },
@@ -55,6 +58,17 @@ export default tseslint.config(
   },
   {
     files: ["**/*.{js,mjs}"],
-    languageOptions: { globals: { process: "readonly", console: "readonly", URL: "readonly", setTimeout: "readonly", clearTimeout: "readonly", Buffer: "readonly", AbortController: "readonly", performance: "readonly" } },
+    languageOptions: {
+      globals: {
+        process: "readonly",
+        console: "readonly",
+        URL: "readonly",
+        setTimeout: "readonly",
+        clearTimeout: "readonly",
+        Buffer: "readonly",
+        AbortController: "readonly",
+        performance: "readonly",
+      },
+    },
   },
 );

@@ -62,7 +62,12 @@ function sidecarPool(config: Config, kube: ReturnType<typeof createKubeWrites>, 
   const setup = channelSetup(config.sidecarTls);
   if (config.tokenServiceAccount) {
     const tokens = new NodeTokens(kube, config.tokenServiceAccount, config.tokenExpirationSeconds);
-    return new SidecarPool(kube, setup, (node, signal) => tokens.get(node, signal), (node, token) => tokens.refused(node, token));
+    return new SidecarPool(
+      kube,
+      setup,
+      (node, signal) => tokens.get(node, signal),
+      (node, token) => tokens.refused(node, token),
+    );
   }
   if (config.tokenFile) {
     logger.warn("--token-file: one token for every sidecar, so whoever reads it on one node can replay it to all; --service-account gives each node its own");
@@ -91,7 +96,15 @@ export async function startController(config: Config, logger: Logger): Promise<C
   if (config.httpEndpoint) http = await startHttpServer({ ...config.httpEndpoint, host: listenHost(config.httpEndpoint.host) }, readiness, metrics.registry);
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
 
-  const healer = new HealController({ view: cluster, kube, pass: passDeps, metrics, logger, checkIntervalMs: config.checkIntervalMs, restartHealMode: config.restartHealMode });
+  const healer = new HealController({
+    view: cluster,
+    kube,
+    pass: passDeps,
+    metrics,
+    logger,
+    checkIntervalMs: config.checkIntervalMs,
+    restartHealMode: config.restartHealMode,
+  });
   metrics.watchWaiting(() => healer.waiting());
   await cluster.start();
   synced = true;
@@ -114,7 +127,12 @@ export async function startController(config: Config, logger: Logger): Promise<C
   } else {
     healer.lead();
   }
-  logger.info("controller started", { httpPort, leaderElection: config.leader.enabled, identity: config.leader.identity, namespace: config.namespace ?? "(all)" });
+  logger.info("controller started", {
+    httpPort,
+    leaderElection: config.leader.enabled,
+    identity: config.leader.identity,
+    namespace: config.namespace ?? "(all)",
+  });
 
   return {
     httpPort,

@@ -127,8 +127,7 @@ export function parseAddons(raw: Json): AddonsState {
 }
 
 export function resolveAddons(s: AddonsState): ResolvedAddons {
-  const each = <T, R>(m: Record<string, T> | undefined, f: (v: T) => R) =>
-    Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, f(v)]));
+  const each = <T, R>(m: Record<string, T> | undefined, f: (v: T) => R) => Object.fromEntries(Object.entries(m ?? {}).map(([k, v]) => [k, f(v)]));
   return {
     space: each(s.space, (v) => ({ usedBytes: v.usedBytes ?? 0, reclaimableBytes: v.reclaimableBytes ?? 0, reclaimedBytes: v.reclaimedBytes ?? 0 })),
     keyRotations: { ...s.keyRotations },

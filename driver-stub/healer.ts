@@ -28,13 +28,7 @@ function health(volume: Volume): VolumeHealth {
  * The checks both RPCs share, in a real driver's order (method, arguments, readiness, volume);
  * returns the volume as listed now. `alsoRequired` maps proto field names to their values.
  */
-function admit(
-  driver: Driver,
-  capability: CapabilityName,
-  name: string,
-  volumeId: string,
-  alsoRequired: Record<string, string> = {},
-): Volume {
+function admit(driver: Driver, capability: CapabilityName, name: string, volumeId: string, alsoRequired: Record<string, string> = {}): Volume {
   const state = driver.store.current();
   requireCapability(state, capability, name);
   requireField(volumeId, "volume_id");

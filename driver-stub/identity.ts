@@ -26,15 +26,11 @@ const ADVERTISED: Record<CapabilityName, Entry[]> = {
   healVolume: [{ $case: "volumeHealer", volumeHealer: { type: Capability_VolumeHealer_Type.HEAL_VOLUME } }],
   reclaimSpaceOffline: [{ $case: "reclaimSpace", reclaimSpace: { type: Capability_ReclaimSpace_Type.OFFLINE } }],
   reclaimSpaceOnline: [{ $case: "reclaimSpace", reclaimSpace: { type: Capability_ReclaimSpace_Type.ONLINE } }],
-  encryptionKeyRotation: [
-    { $case: "encryptionKeyRotation", encryptionKeyRotation: { type: Capability_EncryptionKeyRotation_Type.ENCRYPTIONKEYROTATION } },
-  ],
+  encryptionKeyRotation: [{ $case: "encryptionKeyRotation", encryptionKeyRotation: { type: Capability_EncryptionKeyRotation_Type.ENCRYPTIONKEYROTATION } }],
   networkFence: [{ $case: "networkFence", networkFence: { type: Capability_NetworkFence_Type.NETWORK_FENCE } }],
   getClientsToFence: [{ $case: "networkFence", networkFence: { type: Capability_NetworkFence_Type.GET_CLIENTS_TO_FENCE } }],
   volumeReplication: [{ $case: "volumeReplication", volumeReplication: { type: Capability_VolumeReplication_Type.VOLUME_REPLICATION } }],
-  replicationDestinationInfo: [
-    { $case: "volumeReplication", volumeReplication: { type: Capability_VolumeReplication_Type.GET_REPLICATION_DESTINATION_INFO } },
-  ],
+  replicationDestinationInfo: [{ $case: "volumeReplication", volumeReplication: { type: Capability_VolumeReplication_Type.GET_REPLICATION_DESTINATION_INFO } }],
   volumeGroup: [
     Capability_VolumeGroup_Type.VOLUME_GROUP,
     Capability_VolumeGroup_Type.MODIFY_VOLUME_GROUP,

@@ -74,16 +74,18 @@ export function unary<Req, Res>(
       aborter.abort();
     });
     // The answer waits until what the handler changed is in the state file (see state-store.ts).
-    new Promise<Res>((resolve) => resolve(handler(call.request, { signal: aborter.signal }))).finally(() => env.written?.()).then(
-      (response) => {
-        if (settle(Status.OK)) callback(null, response);
-      },
-      (err: unknown) => {
-        const { code, details } = toStatusError(err);
-        if (!settle(code)) return;
-        const error: ServerErrorResponse = Object.assign(new Error(details), { code, details });
-        callback(error);
-      },
-    );
+    new Promise<Res>((resolve) => resolve(handler(call.request, { signal: aborter.signal })))
+      .finally(() => env.written?.())
+      .then(
+        (response) => {
+          if (settle(Status.OK)) callback(null, response);
+        },
+        (err: unknown) => {
+          const { code, details } = toStatusError(err);
+          if (!settle(code)) return;
+          const error: ServerErrorResponse = Object.assign(new Error(details), { code, details });
+          callback(error);
+        },
+      );
   };
 }

@@ -46,7 +46,7 @@ export const CAPABILITY_DEFAULTS = {
   /** VolumeReplication GET_REPLICATION_DESTINATION_INFO. */
   replicationDestinationInfo: false,
   /** VolumeGroup VOLUME_GROUP (with MODIFY_VOLUME_GROUP, GET_VOLUME_GROUP, LIST_VOLUME_GROUPS). */
-  volumeGroup: false,  /** Service CONTROLLER_SERVICE: a controller plugin (its sidecars take part in the Lease). */
+  volumeGroup: false /** Service CONTROLLER_SERVICE: a controller plugin (its sidecars take part in the Lease). */,
   controllerService: false,
 };
 
@@ -105,9 +105,7 @@ export function parseState(text: string): StubState {
     if (!isObject(caps)) throw new StateFormatError("state.capabilities: expected an object");
     const names = Object.keys(CAPABILITY_DEFAULTS) as CapabilityName[];
     onlyKeys(caps, names, "state.capabilities");
-    state.capabilities = Object.fromEntries(
-      names.map((n) => [n, optional(caps, n, "state.capabilities", isBool, "a boolean")]),
-    ) as Partial<Capabilities>;
+    state.capabilities = Object.fromEntries(names.map((n) => [n, optional(caps, n, "state.capabilities", isBool, "a boolean")])) as Partial<Capabilities>;
   }
   if (raw.volumes !== undefined) {
     if (!isObject(raw.volumes)) throw new StateFormatError("state.volumes: expected an object");
@@ -151,9 +149,7 @@ export function resolveState(s: StubState): OwnResolvedState {
   for (const [id, v] of Object.entries(s.volumes ?? {})) volumes.set(id, resolveVolume(v));
   return {
     ready: s.ready ?? true,
-    capabilities: Object.fromEntries(
-      Object.entries(CAPABILITY_DEFAULTS).map(([n, on]) => [n, s.capabilities?.[n as CapabilityName] ?? on]),
-    ) as Capabilities,
+    capabilities: Object.fromEntries(Object.entries(CAPABILITY_DEFAULTS).map(([n, on]) => [n, s.capabilities?.[n as CapabilityName] ?? on])) as Capabilities,
     volumes,
     addons: resolveAddons(s),
   };

@@ -86,7 +86,10 @@ export async function startStub(config: StubConfig, out: Output): Promise<Runnin
     log.close();
   };
   try {
-    for (const [server, socket] of [[addons, config.addonsSocket], [csi, config.csiSocket]] as const) {
+    for (const [server, socket] of [
+      [addons, config.addonsSocket],
+      [csi, config.csiSocket],
+    ] as const) {
       await bind(server, socket);
       bound.push(socket);
     }

@@ -33,7 +33,10 @@ try {
     }
     let r;
     try {
-      writeFileSync(file, original.replace(b.from, () => b.to));
+      writeFileSync(
+        file,
+        original.replace(b.from, () => b.to),
+      );
       r = await runTestFile(copy, b.test, TIMEOUT_MS, escapeRegExp(b.name));
     } finally {
       writeFileSync(file, original);
@@ -47,7 +50,9 @@ try {
     if (!caught) missed++;
     // TAP lists a failed test before the suites around it.
     const by = r.failed[0] ? `: ${r.failed[0]}` : "";
-    console.log(`${label}: ${caught ? `caught (${r.outcome} in ${(r.ms / 1000).toFixed(0)} s${by})` : "NOT CAUGHT"}\n    ${b.file}: ${JSON.stringify(b.from)} -> ${JSON.stringify(b.to)}`);
+    console.log(
+      `${label}: ${caught ? `caught (${r.outcome} in ${(r.ms / 1000).toFixed(0)} s${by})` : "NOT CAUGHT"}\n    ${b.file}: ${JSON.stringify(b.from)} -> ${JSON.stringify(b.to)}`,
+    );
   }
 } finally {
   rmSync(copy, { recursive: true, force: true });

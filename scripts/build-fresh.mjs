@@ -56,7 +56,12 @@ export function buildStale(log, outputs) {
   const stale = staleBuilds(outputs);
   if (stale.length === 0) return `${(outputs ?? BUILDS.flatMap((b) => b.outputs)).join(", ")} up to date`;
   for (const { build, why } of stale) {
-    log(`${why}: ${build.command.slice(1).map((a) => a.replace(root, "")).join(" ")} ...`);
+    log(
+      `${why}: ${build.command
+        .slice(1)
+        .map((a) => a.replace(root, ""))
+        .join(" ")} ...`,
+    );
     const r = spawnSync(build.command[0], build.command.slice(1), { cwd: root, stdio: ["ignore", 2, 2] });
     if (r.status !== 0) throw new Error(`building ${build.outputs.join(", ")} failed (exit ${r.status ?? r.signal})`);
     const missing = build.outputs.filter((o) => mtime(o) === undefined);

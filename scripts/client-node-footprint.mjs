@@ -36,7 +36,13 @@ console.log(JSON.stringify({ ms: performance.now() - t0, mib: (process.memoryUsa
   );
   const bundle = join(dir, "bundle.mjs");
   execFileSync(join(root, "node_modules/.bin/esbuild"), [
-    entry, "--bundle", "--platform=node", "--format=esm", "--minify", "--log-level=error", `--outfile=${bundle}`,
+    entry,
+    "--bundle",
+    "--platform=node",
+    "--format=esm",
+    "--minify",
+    "--log-level=error",
+    `--outfile=${bundle}`,
     "--banner:js=import{createRequire}from'module';const require=createRequire(import.meta.url);",
   ]);
   const bare = join(dir, "bare.mjs");
@@ -54,7 +60,11 @@ console.log(JSON.stringify({ ms: performance.now() - t0, mib: (process.memoryUsa
   for (const [name, rs] of rows) {
     const ms = rs[0].ms === undefined ? "-" : median(rs.map((r) => r.ms)).toFixed(0);
     const mib = rs[0].mib === undefined ? "-" : median(rs.map((r) => r.mib)).toFixed(1);
-    console.log(`${name.padEnd(34)} ${ms.padStart(9)} ${mib.padStart(10)} ${median(rs.map((r) => r.rss)).toFixed(1).padStart(9)}`);
+    console.log(
+      `${name.padEnd(34)} ${ms.padStart(9)} ${mib.padStart(10)} ${median(rs.map((r) => r.rss))
+        .toFixed(1)
+        .padStart(9)}`,
+    );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -46,7 +46,5 @@ function compare(a, b) {
   }
   const inA = rel(a);
   const all = new Set([...inA, ...inB]);
-  return [...all].filter(
-    (f) => !inA.has(f) || !inB.has(f) || !readFileSync(join(a, f)).equals(readFileSync(join(b, f))),
-  );
+  return [...all].filter((f) => !inA.has(f) || !inB.has(f) || !readFileSync(join(a, f)).equals(readFileSync(join(b, f))));
 }

@@ -28,7 +28,12 @@ const SOURCE_ROOTS = ["common", "sidecar", "controller", "driver-stub"];
 const extraTests = JSON.parse(readFileSync(join(root, "scripts/mutate-targets.json"), "utf8"));
 
 const listTests = (dir) =>
-  existsSync(join(root, dir)) ? readdirSync(join(root, dir), { recursive: true }).filter((f) => f.endsWith(".test.ts")).map((f) => join(dir, f)).sort() : [];
+  existsSync(join(root, dir))
+    ? readdirSync(join(root, dir), { recursive: true })
+        .filter((f) => f.endsWith(".test.ts"))
+        .map((f) => join(dir, f))
+        .sort()
+    : [];
 
 /** The source folders whose modules are their own (not a folder of folders only). */
 function sourceDirs() {
@@ -59,7 +64,12 @@ function importedDirs(file) {
 function targetTests(dir, imports) {
   const name = dir.split("/").at(-1);
   const program = dir.split("/")[0];
-  const integration = listTests("test/integration").filter((f) => imports.get(f).has(dir) || f.startsWith(`test/integration/${dir}/`) || (f.startsWith(`test/integration/${program}/`) && f.split("/").at(-1).startsWith(name)));
+  const integration = listTests("test/integration").filter(
+    (f) =>
+      imports.get(f).has(dir) ||
+      f.startsWith(`test/integration/${dir}/`) ||
+      (f.startsWith(`test/integration/${program}/`) && f.split("/").at(-1).startsWith(name)),
+  );
   const unit = [...listTests(join("test/unit", dir)), ...listTests("test/unit").filter((f) => imports.get(f).has(dir))];
   return [...new Set([...unit, ...integration, ...(extraTests[dir] ?? [])])];
 }
@@ -208,13 +218,29 @@ export function mutantsOf(file, text) {
         if (operator === "constant" && /\[\s*$/.test(line.slice(0, m.index)) && /^\s*\]/.test(line.slice(m.index + m[0].length))) continue;
         const replacement = typeof rep === "function" ? rep(m[0]) : rep;
         const mutated = line.slice(0, m.index) + replacement + line.slice(m.index + m[0].length);
-        out.push({ id: `${file}:${i + 1}:${m.index + 1}:${operator}`, file, line: i + 1, operator, original: line.trim(), mutated: mutated.trim(), apply: (t) => replaceLine(t, i, mutated) });
+        out.push({
+          id: `${file}:${i + 1}:${m.index + 1}:${operator}`,
+          file,
+          line: i + 1,
+          operator,
+          original: line.trim(),
+          mutated: mutated.trim(),
+          apply: (t) => replaceLine(t, i, mutated),
+        });
       }
     }
     const call = STATEMENT_CALL.exec(line);
     if (call && !KEYWORDS.test(line) && balanced(line) && !inside(line.search(/\S/), line.search(/\S/) + 1)) {
       const mutated = `${call[1]}void 0;`;
-      out.push({ id: `${file}:${i + 1}:1:remove-call`, file, line: i + 1, operator: "remove-call", original: line.trim(), mutated: "void 0;", apply: (t) => replaceLine(t, i, mutated) });
+      out.push({
+        id: `${file}:${i + 1}:1:remove-call`,
+        file,
+        line: i + 1,
+        operator: "remove-call",
+        original: line.trim(),
+        mutated: "void 0;",
+        apply: (t) => replaceLine(t, i, mutated),
+      });
     }
   });
   return out;
@@ -238,7 +264,10 @@ function testFiles(entries) {
     const abs = join(root, e);
     if (!existsSync(abs)) return [];
     if (statSync(abs).isFile()) return [e];
-    return readdirSync(abs, { recursive: true }).filter((f) => f.endsWith(".test.ts")).map((f) => join(e, f)).sort();
+    return readdirSync(abs, { recursive: true })
+      .filter((f) => f.endsWith(".test.ts"))
+      .map((f) => join(e, f))
+      .sort();
   });
 }
 
@@ -246,13 +275,16 @@ function testFiles(entries) {
 function sample(list, n, seed) {
   if (n >= list.length) return list;
   let s = seed >>> 0 || 1;
-  const rand = () => ((s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32);
+  const rand = () => (s = (Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0) / 2 ** 32;
   const idx = list.map((_, i) => i);
   for (let i = idx.length - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1));
     [idx[i], idx[j]] = [idx[j], idx[i]];
   }
-  return idx.slice(0, n).sort((a, b) => a - b).map((i) => list[i]);
+  return idx
+    .slice(0, n)
+    .sort((a, b) => a - b)
+    .map((i) => list[i]);
 }
 
 // ---- running -------------------------------------------------------------------------------------
@@ -283,13 +315,17 @@ export function runTestFile(cwd, file, timeoutMs, namePattern) {
     // The run's own temporary directory, removed after it: a test file killed at its timeout
     // cannot remove its sockets, state files and logs itself (hundreds piled up in /tmp per run).
     const tmp = mkdtempSync(join(tmpdir(), "mutate-run-"));
-    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", ...only, file], {
-      cwd,
-      // The programs from their sources: the copy's mutated source is not built again.
-      env: { ...process.env, TMPDIR: tmp, TEST_PROGRAMS: "source" },
-      detached: true, // its own process group: a timeout kills the sidecars and stubs it started too
-      stdio: ["ignore", "pipe", "ignore"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", "--test", "--test-concurrency=1", `--test-timeout=${timeoutMs}`, "--test-reporter=tap", ...only, file],
+      {
+        cwd,
+        // The programs from their sources: the copy's mutated source is not built again.
+        env: { ...process.env, TMPDIR: tmp, TEST_PROGRAMS: "source" },
+        detached: true, // its own process group: a timeout kills the sidecars and stubs it started too
+        stdio: ["ignore", "pipe", "ignore"],
+      },
+    );
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
     let timedOut = false;
@@ -391,7 +427,15 @@ async function main() {
       results.sort((a, b) => a.id.localeCompare(b.id, undefined, { numeric: true }));
       const killed = results.filter((r) => r.status !== "survived").length;
       const score = results.length ? (100 * killed) / results.length : 0;
-      report.modules[name] = { dir: t.dir, generated: all.length, run: results.length, killed, survived: results.length - killed, score: Number(score.toFixed(1)), results };
+      report.modules[name] = {
+        dir: t.dir,
+        generated: all.length,
+        run: results.length,
+        killed,
+        survived: results.length - killed,
+        score: Number(score.toFixed(1)),
+        results,
+      };
       console.log(`${name}: ${killed}/${results.length} killed, score ${score.toFixed(1)}%`);
       for (const r of results.filter((x) => x.status === "survived")) console.log(`  survived ${r.id}: ${r.original}  ->  ${r.mutated}`);
     }

@@ -25,7 +25,10 @@ function run(file, pattern) {
   const args = ["--import", "tsx", "--test", "--test-concurrency=1", "--test-timeout=600000", `--test-reporter=${reporter}`];
   if (pattern !== undefined) args.push(`--test-name-pattern=${pattern}`);
   const r = spawnSync(process.execPath, [...args, file], { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 });
-  const records = r.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l));
+  const records = r.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l));
   return { status: r.status, records };
 }
 
@@ -33,7 +36,13 @@ const failures = [];
 for (const file of files) {
   const whole = run(file);
   const leaves = whole.records.filter((r) => !r.suite);
-  if (whole.status !== 0) failures.push(`${file}: fails when run alone (${leaves.filter((r) => !r.ok).map((r) => r.name).join("; ")})`);
+  if (whole.status !== 0)
+    failures.push(
+      `${file}: fails when run alone (${leaves
+        .filter((r) => !r.ok)
+        .map((r) => r.name)
+        .join("; ")})`,
+    );
   console.log(`${file}: alone ${whole.status === 0 ? "ok" : "FAILED"}, ${leaves.length} tests`);
   for (const name of new Set(leaves.map((r) => r.name))) {
     const one = run(file, `^${escapeRegExp(name)}$`);

@@ -30,7 +30,8 @@ const CONCURRENCY = { unit: cores, integration: cores * 2 };
 
 // A file outside test/unit and test/integration (the in-memory API's tests in test/kube/) is
 // integration when it starts a process.
-const STARTS_PROCESSES = /\b(startProgram|startTs|startJs|startSidecarProc|startControllerProc|startDriverStub|startStack|upstreamFixture|withStub)\(|node:child_process/;
+const STARTS_PROCESSES =
+  /\b(startProgram|startTs|startJs|startSidecarProc|startControllerProc|startDriverStub|startStack|upstreamFixture|withStub)\(|node:child_process/;
 function tierOf(file) {
   if (file.startsWith("test/unit/")) return "unit";
   if (file.startsWith("test/integration/")) return "integration";

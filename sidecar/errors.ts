@@ -15,7 +15,10 @@ export type ErrorKind =
   | "Internal";
 
 export class DomainError extends Error {
-  constructor(readonly kind: ErrorKind, message: string) {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+  ) {
     super(message);
     this.name = `${kind}Error`;
   }
@@ -32,4 +35,5 @@ export const unauthenticated = (msg: string) => new DomainError("Unauthenticated
 export const permissionDenied = (msg: string) => new DomainError("PermissionDenied", msg);
 
 /** Why a waiter whose `signal` fired gives up: the signal's own DomainError (a deadline), else Cancelled. */
-export const cancelledBy = (signal: AbortSignal, msg = "call cancelled") => (signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", msg));
+export const cancelledBy = (signal: AbortSignal, msg = "call cancelled") =>
+  signal.reason instanceof DomainError ? signal.reason : new DomainError("Cancelled", msg);

@@ -11,7 +11,6 @@ import { createLogger, log, setLogger } from "../common/log/logger.js";
 import { startSidecar } from "./run.js";
 import { packageVersion } from "../common/util/version.js";
 
-
 async function main(): Promise<number> {
   const parsed = parseCommandLine("csi-addons-sidecar", () => parseConfig(process.argv.slice(2), process.env));
   if (typeof parsed === "number") return parsed;
@@ -22,7 +21,13 @@ async function main(): Promise<number> {
   // grpc-js writes to stderr by default; its errors belong in our JSON stream.
   grpc.setLogger({ error: (...args: unknown[]) => logger.error(`grpc-js: ${args.map(String).join(" ")}`) } as unknown as Console);
   grpc.setLogVerbosity(grpc.logVerbosity.ERROR);
-  logger.info("starting csi-addons-sidecar", { version: packageVersion(), nodeId: config.nodeId, pod: config.pod, namespace: config.namespace, logLevel: config.logLevel });
+  logger.info("starting csi-addons-sidecar", {
+    version: packageVersion(),
+    nodeId: config.nodeId,
+    pod: config.pod,
+    namespace: config.namespace,
+    logLevel: config.logLevel,
+  });
 
   let transport: KubeTransport;
   try {

@@ -156,9 +156,9 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
       // for it first would keep accepting calls after NOT_SERVING and push the drain's grace towards
       // the kubelet's SIGKILL. Started first, so a successor can take controller operations while
       // our in-flight calls finish.
-      const released = lease.stop().catch((err: unknown) =>
-        logger.warn("leader election did not stop cleanly", { reason: err instanceof Error ? err.message : String(err) }),
-      );
+      const released = lease
+        .stop()
+        .catch((err: unknown) => logger.warn("leader election did not stop cleanly", { reason: err instanceof Error ? err.message : String(err) }));
       await drain(server, config.shutdownGraceMs, logger);
       await released;
       await new Promise<void>((resolve) => (http ? http.close(() => resolve()) : resolve()));

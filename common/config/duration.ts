@@ -1,6 +1,6 @@
 // Go time.ParseDuration subset ("3m", "1m30s", "250ms", "2h"), since kubernetes-csi sidecars take
 // durations that way and operators copy flags between them.
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds, or undefined when `text` is not a duration. */
 export function parseDuration(text: string): number | undefined {

@@ -14,7 +14,10 @@ export interface FlagSpec {
 }
 
 export class FlagError extends Error {
-  constructor(readonly flag: string, message: string) {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
     super(message);
     this.name = "FlagError";
   }

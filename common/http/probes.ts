@@ -8,11 +8,7 @@ export interface Readiness {
   reason(): string;
 }
 
-export function startHttpServer(
-  endpoint: { host: string; port: number },
-  readiness: Readiness,
-  registry: Registry,
-): Promise<Server> {
+export function startHttpServer(endpoint: { host: string; port: number }, readiness: Readiness, registry: Registry): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD") {

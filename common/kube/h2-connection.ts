@@ -43,7 +43,10 @@ export class H2Connection {
   /** Streams open on any of this connection's sessions: while none is, the session does not keep the process alive. */
   private open = 0;
 
-  constructor(private readonly origin: URL, private readonly opts: H2Options) {
+  constructor(
+    private readonly origin: URL,
+    private readonly opts: H2Options,
+  ) {
     this.pingEveryMs = opts.pingEveryMs ?? 30_000;
     this.pingTimeoutMs = opts.pingTimeoutMs ?? 15_000;
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 10_000;
@@ -115,7 +118,10 @@ export class H2Connection {
     // A dial that never ends (a load balancer that takes the TCP connection and never answers the
     // TLS handshake) would stay the session every request is sent on, each waiting out its deadline;
     // pings cannot tell, as a session still connecting is not pinged.
-    const handshake = setTimeout(() => s.destroy(new Error(`the API server did not complete the TLS handshake within ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs).unref();
+    const handshake = setTimeout(
+      () => s.destroy(new Error(`the API server did not complete the TLS handshake within ${this.connectTimeoutMs} ms`)),
+      this.connectTimeoutMs,
+    ).unref();
     s.once("connect", () => {
       clearTimeout(handshake);
       if (s.alpnProtocol === "h2") return;

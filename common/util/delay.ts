@@ -18,7 +18,10 @@ export function delay(ms: number, signal?: AbortSignal): Promise<void> {
 /** Exponential backoff with a cap; `reset()` after a success. */
 export class Backoff {
   private next: number;
-  constructor(private readonly initialMs: number, private readonly capMs: number) {
+  constructor(
+    private readonly initialMs: number,
+    private readonly capMs: number,
+  ) {
     this.next = initialMs;
   }
   take(): number {

@@ -68,29 +68,60 @@ export interface HealCommand {
 }
 
 export type ParseResult =
-  | { kind: "run"; config: Config }
-  | { kind: "heal"; config: Config; heal: HealCommand }
-  | { kind: "help"; text: string }
-  | { kind: "version" };
+  { kind: "run"; config: Config } | { kind: "heal"; config: Config; heal: HealCommand } | { kind: "help"; text: string } | { kind: "version" };
 
 export const FLAGS: readonly FlagSpec[] = [
   { name: "kubeconfig", kind: "string", env: "KUBECONFIG", help: "kubeconfig file", defaultNote: "in-cluster" },
   { name: "namespace", kind: "string", env: "WATCH_NAMESPACE", help: "watch CSIAddonsNodes of this namespace only", defaultNote: "all" },
   { name: "check-interval", kind: "string", env: "CHECK_INTERVAL", help: "periodic IF_ABNORMAL pass per sidecar, jittered; 0 = off", default: "5m" },
-  { name: "restart-heal-mode", kind: "string", env: "RESTART_HEAL_MODE", help: "always|if-abnormal: what every volume of a node gets after its driver or pod restarted; if-abnormal for drivers whose heal disrupts a live mount", default: "always" },
+  {
+    name: "restart-heal-mode",
+    kind: "string",
+    env: "RESTART_HEAL_MODE",
+    help: "always|if-abnormal: what every volume of a node gets after its driver or pod restarted; if-abnormal for drivers whose heal disrupts a live mount",
+    default: "always",
+  },
   { name: "per-node-concurrency", kind: "string", env: "PER_NODE_CONCURRENCY", help: "calls at once to one sidecar", default: "8" },
   { name: "max-concurrent-heals", kind: "string", env: "MAX_CONCURRENT_HEALS", help: "calls at once in the cluster", default: "64" },
-  { name: "max-attempts", kind: "string", env: "MAX_ATTEMPTS", help: "attempts of one heal on a retryable status: a volume that keeps failing is then given up; a sidecar that is down or busy is waited for again", default: "5" },
+  {
+    name: "max-attempts",
+    kind: "string",
+    env: "MAX_ATTEMPTS",
+    help: "attempts of one heal on a retryable status: a volume that keeps failing is then given up; a sidecar that is down or busy is waited for again",
+    default: "5",
+  },
   { name: "retry-initial-backoff", kind: "string", env: "RETRY_INITIAL_BACKOFF", help: "first retry delay, doubled per attempt, jittered", default: "500ms" },
   { name: "retry-max-backoff", kind: "string", env: "RETRY_MAX_BACKOFF", help: "longest retry delay", default: "30s" },
   { name: "heal-timeout", kind: "string", env: "HEAL_TIMEOUT", help: "deadline of one HealVolume call", default: "3m" },
   { name: "sidecar-tls", kind: "bool", env: "SIDECAR_TLS", help: "TLS to the sidecars; false = plaintext, local use only", default: "true" },
   { name: "sidecar-ca-file", kind: "string", env: "SIDECAR_CA_FILE", help: "CA bundle that verifies the sidecars' certificates" },
   { name: "sidecar-tls-server-name", kind: "string", env: "SIDECAR_TLS_SERVER_NAME", help: "name the sidecars' certificates must carry" },
-  { name: "sidecar-tls-insecure-skip-verify", kind: "bool", env: "SIDECAR_TLS_INSECURE_SKIP_VERIFY", help: "TLS without verifying the sidecars", default: "false" },
-  { name: "service-account", kind: "string", env: "SERVICE_ACCOUNT", help: "<namespace>/<name> of the controller's own ServiceAccount: each node's sidecars get a token of their own, requested for it (TokenRequest, audience csi-addons-healer/<node>)" },
-  { name: "token-expiration", kind: "string", env: "TOKEN_EXPIRATION", help: "lifetime asked for each per-node token, renewed at 80%; at least 10m", default: "1h" },
-  { name: "token-file", kind: "string", env: "TOKEN_FILE", help: "WEAKER than --service-account: one bearer token for every sidecar, re-read when it changes (a projected ServiceAccount token)" },
+  {
+    name: "sidecar-tls-insecure-skip-verify",
+    kind: "bool",
+    env: "SIDECAR_TLS_INSECURE_SKIP_VERIFY",
+    help: "TLS without verifying the sidecars",
+    default: "false",
+  },
+  {
+    name: "service-account",
+    kind: "string",
+    env: "SERVICE_ACCOUNT",
+    help: "<namespace>/<name> of the controller's own ServiceAccount: each node's sidecars get a token of their own, requested for it (TokenRequest, audience csi-addons-healer/<node>)",
+  },
+  {
+    name: "token-expiration",
+    kind: "string",
+    env: "TOKEN_EXPIRATION",
+    help: "lifetime asked for each per-node token, renewed at 80%; at least 10m",
+    default: "1h",
+  },
+  {
+    name: "token-file",
+    kind: "string",
+    env: "TOKEN_FILE",
+    help: "WEAKER than --service-account: one bearer token for every sidecar, re-read when it changes (a projected ServiceAccount token)",
+  },
   { name: "http-endpoint", kind: "string", env: "HTTP_ENDPOINT", help: "host:port serving /healthz, /readyz, /metrics", defaultNote: "off" },
   { name: "leader-elect", kind: "bool", env: "LEADER_ELECT", help: "leader election on a Lease", defaultNote: "true in-cluster, false with --kubeconfig" },
   { name: "leader-election-namespace", kind: "string", env: "POD_NAMESPACE", help: "namespace of the Lease", defaultNote: "this pod's, else default" },
@@ -101,7 +132,13 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "leader-election-retry-period", kind: "string", help: "time between acquire/renew attempts", default: "2s" },
   { name: "log-level", kind: "string", env: "LOG_LEVEL", help: "error|warn|info|debug", default: "info" },
   { name: "log-format", kind: "string", env: "LOG_FORMAT", help: "json|text", default: "json" },
-  { name: "shutdown-grace", kind: "string", env: "SHUTDOWN_GRACE", help: "time heals in flight get to answer on SIGTERM before they are cancelled", default: "10s" },
+  {
+    name: "shutdown-grace",
+    kind: "string",
+    env: "SHUTDOWN_GRACE",
+    help: "time heals in flight get to answer on SIGTERM before they are cancelled",
+    default: "10s",
+  },
   TERMINATION_LOG_FLAG,
   { name: "version", kind: "bool", help: "print the version and exit" },
   { name: "help", kind: "bool", help: "print this help and exit" },
@@ -139,7 +176,10 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     insecureSkipVerify: bool(raw, "sidecar-tls-insecure-skip-verify"),
   };
   if (tls.enabled && !tls.caFile && !tls.insecureSkipVerify) {
-    throw new FlagError("sidecar-ca-file", "--sidecar-ca-file is required with TLS (or --sidecar-tls-insecure-skip-verify, or --sidecar-tls=false for local use)");
+    throw new FlagError(
+      "sidecar-ca-file",
+      "--sidecar-ca-file is required with TLS (or --sidecar-tls-insecure-skip-verify, or --sidecar-tls=false for local use)",
+    );
   }
   const backoffInitialMs = positive(raw, "retry-initial-backoff");
   const config: Config = {
@@ -173,7 +213,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     terminationLog: terminationLogOf(raw),
   };
   checkLeaseTimings(config.leader);
-  if (config.tokenFile && config.tokenServiceAccount) throw new FlagError("token-file", "--token-file and --service-account exclude each other: per-node tokens (--service-account) or one token for every sidecar (--token-file)");
+  if (config.tokenFile && config.tokenServiceAccount)
+    throw new FlagError(
+      "token-file",
+      "--token-file and --service-account exclude each other: per-node tokens (--service-account) or one token for every sidecar (--token-file)",
+    );
   if (config.tokenExpirationSeconds < 600) throw new FlagError("token-expiration", "--token-expiration must be at least 10m (the TokenRequest API's minimum)");
   if (!isHeal) return { kind: "run", config };
   const heal: HealCommand = {

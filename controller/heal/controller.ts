@@ -37,8 +37,6 @@ export interface HealControllerDeps {
   random?: () => number;
 }
 
-
-
 /** Restart heals cut short by their object's deletion, remembered for when the sidecar makes it again. */
 const MAX_CUT_SHORT = 1024;
 /** Markers handled by this process, kept past their object's deletion. */
@@ -169,7 +167,8 @@ export class HealController {
     const cut = this.cutShort.get(s.key);
     if (cut !== undefined && type === "add") {
       this.cutShort.delete(s.key);
-      if (d?.trigger === "first-sight" && d.marker === cut) d = { ...d, trigger: "restart", mode: this.deps.restartHealMode === "if-abnormal" ? "IF_ABNORMAL" : "ALWAYS" };
+      if (d?.trigger === "first-sight" && d.marker === cut)
+        d = { ...d, trigger: "restart", mode: this.deps.restartHealMode === "if-abnormal" ? "IF_ABNORMAL" : "ALWAYS" };
     }
     if (d && d.marker !== st.handledMarker && d.marker !== st.activeMarker) this.restartPass(s, d, st);
     if (!st.timer && !s.deleting) this.schedulePeriodic(s.key, st, firstCheckInMs);
@@ -194,9 +193,25 @@ export class HealController {
     st.activeMarker = d.marker;
     // Counted before the pass lists the node's Pods: the volumes of a driver without attach are not
     // in it yet (the done line's answers count every volume).
-    this.deps.logger.info("restart heal", { sidecar: s.key, node: s.nodeId, driver: s.driver, trigger: d.trigger, mode: d.mode, marker: d.marker, attachable: pass.spec.pvs.length });
+    this.deps.logger.info("restart heal", {
+      sidecar: s.key,
+      node: s.nodeId,
+      driver: s.driver,
+      trigger: d.trigger,
+      mode: d.mode,
+      marker: d.marker,
+      attachable: pass.spec.pvs.length,
+    });
     const progress = setInterval(() => {
-      this.deps.logger.info("restart heal progress", { sidecar: s.key, node: s.nodeId, trigger: d.trigger, marker: d.marker, answered: pass.answered, waiting: pass.unanswered, seconds: Math.round((Date.now() - since) / 1000) });
+      this.deps.logger.info("restart heal progress", {
+        sidecar: s.key,
+        node: s.nodeId,
+        trigger: d.trigger,
+        marker: d.marker,
+        answered: pass.answered,
+        waiting: pass.unanswered,
+        seconds: Math.round((Date.now() - since) / 1000),
+      });
     }, this.deps.progressEveryMs ?? 10_000);
     progress.unref();
     void pass.done.then(async (summary) => {
@@ -218,7 +233,13 @@ export class HealController {
         return this.writeMarker(s, d.marker, st);
       }
       if (d.trigger === "restart") this.deps.metrics.restartHealSeconds.observe({ driver: s.driver }, (Date.now() - since) / 1000);
-      this.deps.logger.info("restart heal done", { sidecar: s.key, node: s.nodeId, marker: d.marker, answers: Object.fromEntries(countAnswers(summary)), seconds: (Date.now() - since) / 1000 });
+      this.deps.logger.info("restart heal done", {
+        sidecar: s.key,
+        node: s.nodeId,
+        marker: d.marker,
+        answers: Object.fromEntries(countAnswers(summary)),
+        seconds: (Date.now() - since) / 1000,
+      });
       await this.writeMarker(s, d.marker, st);
     });
   }
@@ -255,18 +276,21 @@ export class HealController {
 
   private schedulePeriodic(key: string, st: NodeState, inMs?: number): void {
     if (this.deps.checkIntervalMs <= 0) return;
-    st.timer = setTimeout(() => {
-      st.timer = undefined;
-      const s = this.deps.view.sidecar(key);
-      if (!this.leading || this.nodes.get(key) !== st || !s || s.deleting) return;
-      if (st.pass) return this.schedulePeriodic(key, st);
-      this.deps.logger.debug("periodic check", { sidecar: key, node: s.nodeId });
-      const pass = this.startPass(s, "periodic", "IF_ABNORMAL", 1, st);
-      void pass.done.then(() => {
-        if (st.pass === pass) st.pass = undefined;
-        if (this.nodes.get(key) === st && !st.timer) this.schedulePeriodic(key, st);
-      });
-    }, inMs ?? jittered(this.deps.checkIntervalMs, this.deps.random));
+    st.timer = setTimeout(
+      () => {
+        st.timer = undefined;
+        const s = this.deps.view.sidecar(key);
+        if (!this.leading || this.nodes.get(key) !== st || !s || s.deleting) return;
+        if (st.pass) return this.schedulePeriodic(key, st);
+        this.deps.logger.debug("periodic check", { sidecar: key, node: s.nodeId });
+        const pass = this.startPass(s, "periodic", "IF_ABNORMAL", 1, st);
+        void pass.done.then(() => {
+          if (st.pass === pass) st.pass = undefined;
+          if (this.nodes.get(key) === st && !st.timer) this.schedulePeriodic(key, st);
+        });
+      },
+      inMs ?? jittered(this.deps.checkIntervalMs, this.deps.random),
+    );
     st.timer.unref();
   }
 }

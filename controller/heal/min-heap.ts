@@ -9,7 +9,7 @@ export class MinHeap<T> {
   push(x: T): void {
     const a = this.items;
     a.push(x);
-    for (let i = a.length - 1; i > 0; ) {
+    for (let i = a.length - 1; i > 0;) {
       const parent = (i - 1) >> 1;
       if (this.less(a[i]!, a[parent]!) >= 0) break;
       [a[i], a[parent]] = [a[parent]!, a[i]!];
@@ -24,7 +24,7 @@ export class MinHeap<T> {
     const last = a.pop();
     if (a.length === 0 || last === undefined) return top;
     a[0] = last;
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let m = i;

@@ -36,7 +36,11 @@ export function nodeVolumes(view: View, kube: Kube, logger: Logger): Required<Pi
   };
   const claims = async (s: SidecarInfo, signal: AbortSignal) => ((await needsPods(s.driver, signal)) ? kube.claimsOnNode(s.nodeId, signal) : []);
   return {
-    podVolumes: async (s, signal) => view.volumesOfClaims(s, (await claims(s, signal)).map((c) => c.claim)),
+    podVolumes: async (s, signal) =>
+      view.volumesOfClaims(
+        s,
+        (await claims(s, signal)).map((c) => c.claim),
+      ),
     async olderThanPod(s, pvs, signal) {
       const ep = parseEndpoint(s.endpoint);
       if (ep.kind !== "pod") return new Set();

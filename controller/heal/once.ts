@@ -59,7 +59,12 @@ export async function healOnce(view: ClusterView, deps: PassDeps, cmd: HealComma
     for (const pv of pvs) if (!sum.answers.has(pv.name)) rows.push({ pv, driver: s.driver, answer: sum.skipped ? "SKIPPED" : "NO_ANSWER" });
   });
   rows.sort((a, b) => a.pv.name.localeCompare(b.pv.name));
-  term.print(table(["PV", "DRIVER", "VOLUME HANDLE", "RESULT"], rows.map((r) => [r.pv.name, r.driver, r.pv.handle, r.answer])));
+  term.print(
+    table(
+      ["PV", "DRIVER", "VOLUME HANDLE", "RESULT"],
+      rows.map((r) => [r.pv.name, r.driver, r.pv.handle, r.answer]),
+    ),
+  );
   const counts = new Map<string, number>();
   for (const r of rows) counts.set(r.answer, (counts.get(r.answer) ?? 0) + 1);
   term.print(`${[...counts].map(([k, n]) => `${k} ${n}`).join(", ")} (mode ${mode}, node ${cmd.node})\n${notes.map((n) => n + "\n").join("")}`);
@@ -68,6 +73,10 @@ export async function healOnce(view: ClusterView, deps: PassDeps, cmd: HealComma
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd() + "\n";
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd() + "\n";
   return line(header) + rows.map(line).join("");
 }

@@ -176,7 +176,13 @@ export class HealPass {
         const refused = err instanceof KubeRequestError && err.status === 403;
         const again = this.persistent && !refused;
         const wait = again ? backoffMs(attempt, this.deps.retry.initialMs, this.deps.retry.maxMs, this.deps.random) : undefined;
-        this.deps.logger.warn("could not list the Pods on the sidecar's node", { sidecar: sidecar.key, node: sidecar.nodeId, trigger, error: (err as Error).message, retryInMs: wait });
+        this.deps.logger.warn("could not list the Pods on the sidecar's node", {
+          sidecar: sidecar.key,
+          node: sidecar.nodeId,
+          trigger,
+          error: (err as Error).message,
+          retryInMs: wait,
+        });
         if (wait === undefined) return pvs;
         await this.sleep(wait, this.abort.signal);
       }
@@ -191,10 +197,20 @@ export class HealPass {
     const { sidecar } = this.spec;
     try {
       const older = await find(sidecar, this.volumes, AbortSignal.any([this.abort.signal, AbortSignal.timeout(POD_LIST_TIMEOUT_MS)]));
-      if (older.size > 0) this.deps.logger.info("first sight: volumes staged by an older node-plugin pod get ALWAYS", { sidecar: sidecar.key, node: sidecar.nodeId, volumes: older.size, of: this.volumes.length });
+      if (older.size > 0)
+        this.deps.logger.info("first sight: volumes staged by an older node-plugin pod get ALWAYS", {
+          sidecar: sidecar.key,
+          node: sidecar.nodeId,
+          volumes: older.size,
+          of: this.volumes.length,
+        });
       return older;
     } catch (err) {
-      if (!this.abort.signal.aborted) this.deps.logger.warn("could not tell which volumes an older node-plugin pod staged; checking them all", { sidecar: sidecar.key, error: (err as Error).message });
+      if (!this.abort.signal.aborted)
+        this.deps.logger.warn("could not tell which volumes an older node-plugin pod staged; checking them all", {
+          sidecar: sidecar.key,
+          error: (err as Error).message,
+        });
       return new Set();
     }
   }
@@ -226,7 +242,16 @@ export class HealPass {
       const outcome = { ...base, durationMs: Date.now() - t0, result, message };
       if (this.calls.signal.aborted) {
         // This side gave the call up (superseded, not leading, sidecar gone, shutdown grace over): no answer about the volume.
-        this.deps.logger.info("heal cancelled", { node: sidecar.nodeId, sidecar: sidecar.key, pv: pv.name, trigger, mode, attempt, result, duration: outcome.durationMs / 1000 });
+        this.deps.logger.info("heal cancelled", {
+          node: sidecar.nodeId,
+          sidecar: sidecar.key,
+          pv: pv.name,
+          trigger,
+          mode,
+          attempt,
+          result,
+          duration: outcome.durationMs / 1000,
+        });
         return;
       }
       if (!isRetryable(code) || this.abort.signal.aborted) {

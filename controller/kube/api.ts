@@ -73,7 +73,10 @@ export interface IssuedToken {
 
 /** Kubernetes API status of a failed request (0 when it never got an answer). */
 export class KubeRequestError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
     this.name = "KubeRequestError";
   }

@@ -114,7 +114,10 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         return d.spec?.attachRequired !== false;
       } catch (err) {
         if (err instanceof ApiException && err.code === 404) return true;
-        throw new KubeRequestError(err instanceof ApiException ? err.code : 0, `get CSIDriver ${driver}: ${err instanceof ApiException ? httpStatusText(err.code, err.body) : (err as Error).message}`);
+        throw new KubeRequestError(
+          err instanceof ApiException ? err.code : 0,
+          `get CSIDriver ${driver}: ${err instanceof ApiException ? httpStatusText(err.code, err.body) : (err as Error).message}`,
+        );
       }
     },
     // Events through jsonRequest, not client-node's generated client: they are the one write of
@@ -126,7 +129,13 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         apiVersion: "v1",
         kind: "Event",
         metadata: { generateName: `${e.involved.name}.`, namespace },
-        involvedObject: { kind: e.involved.kind, apiVersion: e.involved.apiVersion, name: e.involved.name, namespace: e.involved.namespace, uid: e.involved.uid },
+        involvedObject: {
+          kind: e.involved.kind,
+          apiVersion: e.involved.apiVersion,
+          name: e.involved.name,
+          namespace: e.involved.namespace,
+          uid: e.involved.uid,
+        },
         type: e.type,
         reason: e.reason,
         message: e.message,

@@ -75,7 +75,13 @@ export function toPv(o: V1PersistentVolume): PvInfo | undefined {
 export function toAttachment(o: V1VolumeAttachment): AttachmentInfo {
   const created = o.metadata?.creationTimestamp;
   const since = created === undefined ? undefined : new Date(created).getTime();
-  return { attacher: o.spec.attacher, nodeName: o.spec.nodeName, pvName: o.spec.source.persistentVolumeName, attached: o.status?.attached === true, since: Number.isFinite(since) ? since : undefined };
+  return {
+    attacher: o.spec.attacher,
+    nodeName: o.spec.nodeName,
+    pvName: o.spec.source.persistentVolumeName,
+    attached: o.status?.attached === true,
+    since: Number.isFinite(since) ? since : undefined,
+  };
 }
 
 /** The PersistentVolume informer: paged lists with the request options of client.ts, slim objects cached. */
@@ -113,7 +119,13 @@ export class ClusterCache extends EventEmitter<ClusterEvents> implements Cluster
         : custom.listClusterCustomObject({ group, version, plural, ...page }, requestOptions(signal))) as Promise<KubernetesListObject<CSIAddonsNode>>;
     const nodesPath = namespace ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}` : `/apis/${group}/${version}/${plural}`;
     this.nodesInf = new Informer(kc, nodesPath, listNodes, logger);
-    this.vaInf = new Informer(kc, "/apis/storage.k8s.io/v1/volumeattachments", (p, signal) => storage.listVolumeAttachment(p, requestOptions(signal)), logger, slimAttachment);
+    this.vaInf = new Informer(
+      kc,
+      "/apis/storage.k8s.io/v1/volumeattachments",
+      (p, signal) => storage.listVolumeAttachment(p, requestOptions(signal)),
+      logger,
+      slimAttachment,
+    );
     this.pvInf = pvInformer(kc, logger);
     this.k8sNodeInf = new Informer(kc, "/api/v1/nodes", (p, signal) => core.listNode(p, requestOptions(signal)), logger, slimNode);
 

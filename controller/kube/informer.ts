@@ -60,7 +60,10 @@ interface InformerWatchOptions<T> {
  * a failure to set a watch up reported instead of thrown.
  */
 class InformerWatch<T extends KubernetesObject> extends Watch {
-  constructor(kc: KubeConfig, private readonly o: InformerWatchOptions<T>) {
+  constructor(
+    kc: KubeConfig,
+    private readonly o: InformerWatchOptions<T>,
+  ) {
     super(withResponseDeadline(kc, o.idleMs));
   }
 

@@ -57,7 +57,12 @@ export function createMetrics(connections: () => Record<string, number>): Metric
   return {
     registry,
     watchWaiting: (source) => void (waiting = source),
-    heals: new Counter({ name: "csi_addons_healer_heals_total", help: "HealVolume calls by final answer", labelNames: ["driver", "trigger", "result"], registers }),
+    heals: new Counter({
+      name: "csi_addons_healer_heals_total",
+      help: "HealVolume calls by final answer",
+      labelNames: ["driver", "trigger", "result"],
+      registers,
+    }),
     healSeconds: new Histogram({
       name: "csi_addons_healer_heal_duration_seconds",
       help: "Latency of one HealVolume call to a sidecar",
@@ -72,9 +77,18 @@ export function createMetrics(connections: () => Record<string, number>): Metric
       buckets: [0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600],
       registers,
     }),
-    volumesAbnormal: new Gauge({ name: "csi_addons_healer_volumes_abnormal", help: "Volumes whose last answer left them ABNORMAL", labelNames: ["driver", "node"], registers }),
+    volumesAbnormal: new Gauge({
+      name: "csi_addons_healer_volumes_abnormal",
+      help: "Volumes whose last answer left them ABNORMAL",
+      labelNames: ["driver", "node"],
+      registers,
+    }),
     leader: new Gauge({ name: "csi_addons_healer_leader", help: "1 while this replica is the leader (or runs without leader election)", registers }),
-    eventsDropped: new Counter({ name: "csi_addons_healer_events_dropped_total", help: "Events not written because the backlog of events to write was full", registers }),
+    eventsDropped: new Counter({
+      name: "csi_addons_healer_events_dropped_total",
+      help: "Events not written because the backlog of events to write was full",
+      registers,
+    }),
     eventsQueued: new Gauge({ name: "csi_addons_healer_events_queued", help: "Events waiting to be written, and the one being written", registers }),
   };
 }

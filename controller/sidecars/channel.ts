@@ -58,7 +58,10 @@ export class SidecarChannel {
         opts.signal?.removeEventListener("abort", onAbort);
       };
       const onAbort = () => (done(), reject(new CallError(status.CANCELLED, "cancelled while connecting")));
-      const timer = setTimeout(() => (done(), reject(new CallError(status.DEADLINE_EXCEEDED, `deadline exceeded while connecting to sidecar ${this.address}`))), Math.max(0, opts.deadline - Date.now()));
+      const timer = setTimeout(
+        () => (done(), reject(new CallError(status.DEADLINE_EXCEEDED, `deadline exceeded while connecting to sidecar ${this.address}`))),
+        Math.max(0, opts.deadline - Date.now()),
+      );
       opts.signal?.addEventListener("abort", onAbort, { once: true });
       dialling.then(
         (s) => (done(), resolve(s)),

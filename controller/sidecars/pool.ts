@@ -56,7 +56,12 @@ export class SidecarPool {
     }
     current?.conn.close();
     const node = s.nodeId;
-    const conn = new SidecarConnection(address, this.setup, (sig) => this.token(node, sig), (t) => this.refused(node, t));
+    const conn = new SidecarConnection(
+      address,
+      this.setup,
+      (sig) => this.token(node, sig),
+      (t) => this.refused(node, t),
+    );
     this.conns.set(s.key, { endpoint: s.endpoint, podUid, conn });
     return conn;
   }

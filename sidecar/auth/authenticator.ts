@@ -61,7 +61,9 @@ export function authMiddleware(opts: AuthOptions): Middleware {
 
   const authenticate = (token: string): Promise<Who> =>
     ask(async (signal) => {
-      const user = (named.length > 0 ? await opts.kube.reviewToken(token, named, signal) : undefined) ?? (apiServer ? await opts.kube.reviewToken(token, undefined, signal) : undefined);
+      const user =
+        (named.length > 0 ? await opts.kube.reviewToken(token, named, signal) : undefined) ??
+        (apiServer ? await opts.kube.reviewToken(token, undefined, signal) : undefined);
       return user ? { user } : { error: unauthenticated(`bearer token is not valid for audience ${accepted}`) };
     });
 

@@ -20,8 +20,8 @@ const ignored = (name: string, kind: FlagKind, why: string): FlagSpec & { why: s
 });
 
 export const IGNORED_FLAGS: readonly (FlagSpec & { why: string })[] = [
-  ...["logtostderr", "alsologtostderr", "one_output", "skip_headers", "skip_log_headers", "add_dir_header", "legacy_stderr_threshold_behavior"].map(
-    (name) => ignored(name, "bool", KLOG_OUTPUT),
+  ...["logtostderr", "alsologtostderr", "one_output", "skip_headers", "skip_log_headers", "add_dir_header", "legacy_stderr_threshold_behavior"].map((name) =>
+    ignored(name, "bool", KLOG_OUTPUT),
   ),
   ...["log_dir", "log_file", "log_file_max_size", "stderrthreshold", "vmodule", "log_backtrace_at"].map((name) => ignored(name, "string", KLOG_OUTPUT)),
   ignored("zap-devel", "bool", ZAP_OUTPUT),
@@ -38,13 +38,32 @@ export const MAPPED_FLAGS: readonly FlagSpec[] = [
   { name: "zap-log-level", kind: "string", help: "upstream sidecar's log level: debug|info|error or a verbosity (--log-level wins)" },
   { name: "zap-encoder", kind: "string", help: "upstream sidecar's log encoding: json|console (= --log-format json|text; --log-format wins)" },
   { name: "enable-authentication", kind: "bool", help: "the same as --enable-auth" },
-  { name: "tls-min-version", kind: "string", env: "TLS_MIN_VERSION", help: "VersionTLS12|VersionTLS13: lowest TLS version of the controller port", default: "VersionTLS12" },
-  { name: "tls-cipher-suites", kind: "string", env: "TLS_CIPHER_SUITES", help: "comma-separated Go cipher suite names for TLS 1.2 (TLS 1.3 suites are not configurable, as in Go)" },
-  { name: "tls-curve-preferences", kind: "string", env: "TLS_CURVE_PREFERENCES", help: "comma-separated Go curve names (CurveP256, CurveP384, CurveP521, X25519, X25519MLKEM768, ...)" },
+  {
+    name: "tls-min-version",
+    kind: "string",
+    env: "TLS_MIN_VERSION",
+    help: "VersionTLS12|VersionTLS13: lowest TLS version of the controller port",
+    default: "VersionTLS12",
+  },
+  {
+    name: "tls-cipher-suites",
+    kind: "string",
+    env: "TLS_CIPHER_SUITES",
+    help: "comma-separated Go cipher suite names for TLS 1.2 (TLS 1.3 suites are not configurable, as in Go)",
+  },
+  {
+    name: "tls-curve-preferences",
+    kind: "string",
+    env: "TLS_CURVE_PREFERENCES",
+    help: "comma-separated Go curve names (CurveP256, CurveP384, CurveP521, X25519, X25519MLKEM768, ...)",
+  },
 ];
 
 export class UpstreamFlagError extends Error {
-  constructor(readonly flag: string, message: string) {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -114,10 +133,16 @@ const CURVES: Record<string, string> = {
 function names(raw: Map<string, string>, flag: string, table: Record<string, string>, extra: readonly string[] = []): string[] | undefined {
   const v = raw.get(flag);
   if (!v) return undefined;
-  const list = v.split(",").map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = list.filter((n) => !(n in table) && !extra.includes(n));
   if (unknown.length > 0 || list.length === 0) {
-    throw new UpstreamFlagError(flag, `--${flag}: unsupported ${JSON.stringify(unknown.join(",") || v)}; supported: ${[...Object.keys(table), ...extra].join(", ")}`);
+    throw new UpstreamFlagError(
+      flag,
+      `--${flag}: unsupported ${JSON.stringify(unknown.join(",") || v)}; supported: ${[...Object.keys(table), ...extra].join(", ")}`,
+    );
   }
   return list.filter((n) => n in table).map((n) => table[n]!);
 }

@@ -2,12 +2,7 @@
 // read identity and capabilities, probe until ready, notice when the driver goes away or restarts.
 import { EventEmitter } from "node:events";
 import { status as grpcStatus } from "@grpc/grpc-js";
-import {
-  Capability_Service_Type,
-  Capability_VolumeHealer_Type,
-  IdentityService,
-  type Capability,
-} from "../../proto/gen/identity/identity.js";
+import { Capability_Service_Type, Capability_VolumeHealer_Type, IdentityService, type Capability } from "../../proto/gen/identity/identity.js";
 import type { Logger } from "../../common/log/logger.js";
 import type { MethodDef } from "../../common/grpc/call-error.js";
 import { grpcCodeName, isDeadlineStatus, isServiceError } from "./unary.js";
@@ -147,7 +142,14 @@ export class DriverConnection extends EventEmitter<Events> {
         this.info = info;
         this.isReady = true;
         this.everReady = true;
-        log.info("driver ready", { driver: info.name, vendorVersion: info.vendorVersion, bootId, restarted, reconnected, healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume } });
+        log.info("driver ready", {
+          driver: info.name,
+          vendorVersion: info.vendorVersion,
+          bootId,
+          restarted,
+          reconnected,
+          healer: { getVolumeHealth: info.getVolumeHealth, healVolume: info.healVolume },
+        });
         this.emit("ready", { info, bootId, restarted, reconnected });
         await this.waitDisconnected();
         if (this.stop.signal.aborted) return;

@@ -19,7 +19,11 @@ export class SocketWatch {
   private readonly retryMs: number;
   private readonly watch: NonNullable<SocketWatchOptions["watch"]>;
 
-  constructor(private readonly socketPath: string, private readonly onChange: () => void, opts: SocketWatchOptions = {}) {
+  constructor(
+    private readonly socketPath: string,
+    private readonly onChange: () => void,
+    opts: SocketWatchOptions = {},
+  ) {
     this.retryMs = opts.retryMs ?? 1000;
     this.watch = opts.watch ?? watch;
   }

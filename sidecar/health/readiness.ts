@@ -66,8 +66,15 @@ export class Readiness extends EventEmitter<Events> {
   /** What holds (when ready) or every condition that fails, each with the time it started. */
   reason(): string {
     const all = Object.values(this.conditions);
-    if (this.serving) return `ready: ${all.filter((c) => c !== this.conditions.shutdown).map(describe).join("; ")}`;
-    return `not ready: ${all.filter((c) => !c.ok).map(describe).join("; ")}`;
+    if (this.serving)
+      return `ready: ${all
+        .filter((c) => c !== this.conditions.shutdown)
+        .map(describe)
+        .join("; ")}`;
+    return `not ready: ${all
+      .filter((c) => !c.ok)
+      .map(describe)
+      .join("; ")}`;
   }
 }
 

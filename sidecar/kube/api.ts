@@ -4,7 +4,11 @@ import type { PodVolumes } from "../../common/kube/pod-claims.js";
 
 /** A failed API request: `status` is the HTTP status (0 when the server could not be reached). */
 export class KubeError extends Error {
-  constructor(readonly status: number, readonly reason: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+  ) {
     super(message);
     this.name = "KubeError";
   }
@@ -141,7 +145,10 @@ export interface KubeApi {
   /** The Pods bound to this node (fieldSelector spec.nodeName, as the kubelet lists them) and the list's resourceVersion. */
   listPodsOnNode(nodeName: string, signal: AbortSignal): Promise<{ resourceVersion: string; items: NodePod[] }>;
   /** Changes of the Pods bound to this node after `resourceVersion`. */
-  watchPodsOnNode(opts: { nodeName: string; resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, obj: NodePod) => void): Promise<void>;
+  watchPodsOnNode(
+    opts: { nodeName: string; resourceVersion: string; signal: AbortSignal },
+    onEvent: (type: WatchEventType, obj: NodePod) => void,
+  ): Promise<void>;
   getLease(namespace: string, name: string, signal: AbortSignal): Promise<Lease | undefined>;
   createLease(obj: Lease, signal: AbortSignal): Promise<Lease>;
   /** A PUT with the object's resourceVersion: 409 when someone else wrote it since. */

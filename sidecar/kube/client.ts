@@ -71,7 +71,9 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     },
 
     reviewToken: async (token, audiences, signal) => {
-      const review = await t.request<{ status?: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; uid?: string; groups?: string[] } } }>(
+      const review = await t.request<{
+        status?: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; uid?: string; groups?: string[] } };
+      }>(
         "POST",
         "/apis/authentication.k8s.io/v1/tokenreviews",
         { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: audiences ? { token, audiences } : { token } },

@@ -24,7 +24,10 @@ export class KubeTransport {
   private readonly h2: H2Connection | undefined;
   private onHttp1: ((reason: string) => void) | undefined;
 
-  constructor(private readonly ep: KubeEndpoint, opts: TransportOptions = {}) {
+  constructor(
+    private readonly ep: KubeEndpoint,
+    opts: TransportOptions = {},
+  ) {
     const tlsOptions = { ca: ep.ca, cert: ep.cert, key: ep.key, rejectUnauthorized: !ep.insecureSkipTlsVerify };
     const tls = ep.server.protocol === "https:";
     this.agent = tls ? new https.Agent({ keepAlive: true, ...tlsOptions }) : new http.Agent({ keepAlive: true });

@@ -19,7 +19,11 @@ export class RepeatedLines {
   private readonly pending = new Map<string, Pending>();
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly logger: Logger, private readonly windowMs = 10_000, private readonly maxKinds = 256) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly windowMs = 10_000,
+    private readonly maxKinds = 256,
+  ) {}
 
   /** `key` says which lines count as identical; it is never logged. */
   log(level: Level, key: string, message: string, fields: Record<string, unknown>): void {

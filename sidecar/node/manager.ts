@@ -8,7 +8,15 @@
 import { KubeError, type CSIAddonsNode, type KubeApi } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
 import { Backoff, delay } from "../../common/util/delay.js";
-import { CARRIED_ANNOTATIONS, CREATED_BY_POD_UID, DRIVER_BOOT_ID, DRIVER_RECONNECTED_AT, DRIVER_RESTARTED_AT, desiredCSIAddonsNode, isAsWanted } from "./desired.js";
+import {
+  CARRIED_ANNOTATIONS,
+  CREATED_BY_POD_UID,
+  DRIVER_BOOT_ID,
+  DRIVER_RECONNECTED_AT,
+  DRIVER_RESTARTED_AT,
+  desiredCSIAddonsNode,
+  isAsWanted,
+} from "./desired.js";
 import { csiAddonsNodeName } from "./name.js";
 import { resolvePodOwner, sameOwner, type PodOwner } from "./owner.js";
 import { Presence } from "./presence.js";
@@ -128,7 +136,12 @@ export class CSIAddonsNodeManager {
     const now = this.own[DRIVER_BOOT_ID];
     const samePod = a[CREATED_BY_POD_UID] === (this.opts.podUid || this.owner?.podUid);
     if (!samePod || kept === undefined || now === undefined || kept === now || this.own[DRIVER_RESTARTED_AT]) return;
-    this.recordRestart("driver restarted while this sidecar was down (boot id differs from the one on the CSIAddonsNode); recording it", DRIVER_RESTARTED_AT, new Date(), { was: kept, bootId: now });
+    this.recordRestart(
+      "driver restarted while this sidecar was down (boot id differs from the one on the CSIAddonsNode); recording it",
+      DRIVER_RESTARTED_AT,
+      new Date(),
+      { was: kept, bootId: now },
+    );
   }
 
   close(): void {
@@ -306,7 +319,10 @@ export class CSIAddonsNodeManager {
 
   private desired(existing: CSIAddonsNode | undefined): CSIAddonsNode {
     const { namespace, podUid, endpoint, nodeId } = this.opts;
-    return desiredCSIAddonsNode({ name: this.name!, namespace, owner: this.owner!, podUid, driverName: this.driverName!, endpoint, nodeId, own: this.own, carried: this.carried }, existing);
+    return desiredCSIAddonsNode(
+      { name: this.name!, namespace, owner: this.owner!, podUid, driverName: this.driverName!, endpoint, nodeId, own: this.own, carried: this.carried },
+      existing,
+    );
   }
 
   /**

@@ -8,7 +8,10 @@ export function csiAddonsNodeName(nodeId: string, namespace: string, ownerKind: 
   const kind = ownerKind.toLowerCase();
   const base = `${nodeId}-${namespace}-${kind}-${ownerName}`;
   if (base.length <= MAX_NAME) return base;
-  const hash = createHash("sha256").update(nodeId + namespace + kind + ownerName).digest("hex").slice(0, 16);
+  const hash = createHash("sha256")
+    .update(nodeId + namespace + kind + ownerName)
+    .digest("hex")
+    .slice(0, 16);
   return `${base.slice(0, MAX_NAME - 16 - 3)}-${hash}`;
 }
 

@@ -11,10 +11,7 @@ export interface Condition {
 }
 
 type State =
-  | { kind: "pending" }
-  | { kind: "confirmed"; at: Date }
-  | { kind: "missing"; why: string }
-  | { kind: "unconfirmed"; lastConfirmed: Date | undefined };
+  { kind: "pending" } | { kind: "confirmed"; at: Date } | { kind: "missing"; why: string } | { kind: "unconfirmed"; lastConfirmed: Date | undefined };
 
 interface Events {
   change: [Condition];
@@ -27,7 +24,10 @@ export class Presence extends EventEmitter<Events> {
   private expiry: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly name: () => string, private readonly boundMs: number) {
+  constructor(
+    private readonly name: () => string,
+    private readonly boundMs: number,
+  ) {
     super();
   }
 

@@ -16,7 +16,8 @@ import { reasonOf } from "./keep-watching.js";
 
 const TTL_MS = 60_000;
 const READ_TIMEOUT_MS = 10_000;
-const REFUSED = "cannot read this driver's CSIDriver: a heal reads a VolumeAttachment even when the driver has no attach step (grant get on csidrivers: deploy/base/cluster-role.yaml)";
+const REFUSED =
+  "cannot read this driver's CSIDriver: a heal reads a VolumeAttachment even when the driver has no attach step (grant get on csidrivers: deploy/base/cluster-role.yaml)";
 
 /** "absent" (404) and "refused" (403) are kept for the TTL like an answer; "failed" is asked again next time. */
 type Answer = boolean | "absent" | "refused" | "failed";

@@ -88,12 +88,14 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
   }
 
   function health(vol: ResolvedVolume, deadline: number, signal: AbortSignal): Promise<VolumeHealth | undefined> {
-    return deps.driver.call(
-      VolumeHealerNodeService.nodeGetVolumeHealth,
-      { volumeId: vol.volumeId, stagingTargetPath: vol.stagingTargetPath, volumePath: "", volumeContext: vol.volumeContext },
-      deadline,
-      signal,
-    ).then((r) => r.health);
+    return deps.driver
+      .call(
+        VolumeHealerNodeService.nodeGetVolumeHealth,
+        { volumeId: vol.volumeId, stagingTargetPath: vol.stagingTargetPath, volumePath: "", volumeContext: vol.volumeContext },
+        deadline,
+        signal,
+      )
+      .then((r) => r.health);
   }
 
   return {

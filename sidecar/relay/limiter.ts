@@ -6,7 +6,10 @@ export class Limiter {
   private active = 0;
   private readonly waiters: { grant: () => void; fail: (e: unknown) => void }[] = [];
 
-  constructor(private readonly max: number, private readonly maxQueue: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly maxQueue: number,
+  ) {}
 
   get inflight(): number {
     return this.active;
@@ -27,9 +30,7 @@ export class Limiter {
       return Promise.resolve();
     }
     if (this.waiters.length >= this.maxQueue) {
-      return Promise.reject(
-        resourceExhausted(`too many driver calls: ${this.max} in flight and ${this.maxQueue} waiting; retry later`),
-      );
+      return Promise.reject(resourceExhausted(`too many driver calls: ${this.max} in flight and ${this.maxQueue} waiting; retry later`));
     }
     return new Promise<void>((resolve, reject) => {
       const waiter = {

@@ -17,9 +17,7 @@ export function volumeAttachmentName(volumeHandle: string, driverName: string, n
 
 /** The kubelet's staging path: per PV for block volumes, per volume handle for filesystems. */
 export function stagingPath(root: string, pvName: string, driverName: string, volumeHandle: string, block: boolean): string {
-  return block
-    ? posix.join(root, "volumeDevices", "staging", pvName)
-    : posix.join(root, driverName, sha256(volumeHandle), "globalmount");
+  return block ? posix.join(root, "volumeDevices", "staging", pvName) : posix.join(root, driverName, sha256(volumeHandle), "globalmount");
 }
 
 /** What the kubelet puts in Node.status.volumesInUse for a CSI volume. */

@@ -63,12 +63,7 @@ export interface ResolverDeps {
  * Pod here uses the PV's claim: how a volume of a driver without attach is found), else the
  * VolumeAttachment is read.
  */
-export async function resolveVolume(
-  deps: ResolverDeps,
-  pvName: string,
-  driverName: string,
-  signal: AbortSignal,
-): Promise<ResolvedVolume> {
+export async function resolveVolume(deps: ResolverDeps, pvName: string, driverName: string, signal: AbortSignal): Promise<ResolvedVolume> {
   const pv = await deps.pvs.get(pvName, signal);
   if (!pv) throw notFound(`PersistentVolume ${pvName} not found`);
   if (pv.metadata.deletionTimestamp) throw failedPrecondition(`PersistentVolume ${pvName} is being deleted`);

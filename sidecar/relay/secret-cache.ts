@@ -10,7 +10,11 @@ const READ_TIMEOUT_MS = 10_000;
 export class SecretCache {
   private readonly cache: TtlCache<Record<string, string> | undefined>;
 
-  constructor(private readonly kube: KubeApi, ttlMs: number, maxEntries = 256) {
+  constructor(
+    private readonly kube: KubeApi,
+    ttlMs: number,
+    maxEntries = 256,
+  ) {
     this.cache = new TtlCache(ttlMs, maxEntries, (data) => data !== undefined);
   }
 

@@ -83,7 +83,8 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
   private async look(): Promise<void> {
     const read = await this.readFiles();
     if (read.stamp === this.stamp) return;
-    const same = read.identity && this.current && read.identity.certificate.equals(this.current.certificate) && read.identity.privateKey.equals(this.current.privateKey);
+    const same =
+      read.identity && this.current && read.identity.certificate.equals(this.current.certificate) && read.identity.privateKey.equals(this.current.privateKey);
     if (same) {
       // The stamp of a file caught while it was being written, then of the finished file: one pair.
       this.stamp = read.stamp;
@@ -93,7 +94,9 @@ class ReloadingProvider implements grpc.experimental.CertificateProvider {
     if (read.identity) {
       this.opts.logger.info("serving the TLS certificate from files", { certFile: this.opts.certFile });
     } else if (read.error && this.opts.requireFiles) {
-      throw new TlsFilesError(`TLS certificate files ${this.opts.certFile}, ${this.opts.keyFile} are not usable (${read.error}) and --require-tls-files is set`);
+      throw new TlsFilesError(
+        `TLS certificate files ${this.opts.certFile}, ${this.opts.keyFile} are not usable (${read.error}) and --require-tls-files is set`,
+      );
     } else if (read.error) {
       this.opts.logger.warn("TLS certificate files not usable; serving a self-signed certificate until they are", {
         certFile: this.opts.certFile,

@@ -59,14 +59,15 @@ export function buildGrpcServer(deps: GrpcServerDeps): grpc.Server {
   // Only what this server answers: the imported driver-facing and CSI services are not served here.
   const served = [...SERVED, ...deps.upstream.map((s) => s.name)];
   const protoFiles = deps.upstream.map((s) => s.protoFile);
-  addLazyReflection(server, async () => new (commonJs(await import("@grpc/reflection"))).ReflectionService(await loadDescriptors(protoFiles), { services: served }));
+  addLazyReflection(
+    server,
+    async () => new (commonJs(await import("@grpc/reflection")).ReflectionService)(await loadDescriptors(protoFiles), { services: served }),
+  );
   return server;
 }
 
 export function bindServer(server: grpc.Server, address: string, creds: grpc.ServerCredentials): Promise<number> {
-  return new Promise((resolve, reject) =>
-    server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port))),
-  );
+  return new Promise((resolve, reject) => server.bindAsync(address, creds, (err, port) => (err ? reject(err) : resolve(port))));
 }
 
 const SERVED = ["sidecar.v1.VolumeHealer", "identity.Identity", "grpc.health.v1.Health"] as const;

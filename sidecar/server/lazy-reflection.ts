@@ -40,26 +40,29 @@ export function addLazyReflection(server: grpc.Server, load: () => Promise<Regis
       responseSerialize: bytes,
       responseDeserialize: bytes,
     };
-    server.addService({ ServerReflectionInfo: def }, {
-      ServerReflectionInfo: (stream: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-        loadOnce().then(
-          (byPath) => {
-            const { codec, handler } = byPath.get(path)!;
-            // Messages wait in the paused stream until these listeners are attached.
-            const adapted = Object.assign(new EventEmitter(), {
-              write: (m: unknown) => stream.write(codec.responseSerialize(m)),
-              end: () => stream.end(),
-            });
-            stream.on("data", (b: Buffer) => adapted.emit("data", codec.requestDeserialize(b)));
-            stream.on("end", () => adapted.emit("end"));
-            handler(adapted);
-          },
-          (err: unknown) => {
-            real = undefined;
-            stream.emit("error", { code: grpc.status.INTERNAL, details: `reflection unavailable: ${err instanceof Error ? err.message : String(err)}` });
-          },
-        );
+    server.addService(
+      { ServerReflectionInfo: def },
+      {
+        ServerReflectionInfo: (stream: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+          loadOnce().then(
+            (byPath) => {
+              const { codec, handler } = byPath.get(path)!;
+              // Messages wait in the paused stream until these listeners are attached.
+              const adapted = Object.assign(new EventEmitter(), {
+                write: (m: unknown) => stream.write(codec.responseSerialize(m)),
+                end: () => stream.end(),
+              });
+              stream.on("data", (b: Buffer) => adapted.emit("data", codec.requestDeserialize(b)));
+              stream.on("end", () => adapted.emit("end"));
+              handler(adapted);
+            },
+            (err: unknown) => {
+              real = undefined;
+              stream.emit("error", { code: grpc.status.INTERNAL, details: `reflection unavailable: ${err instanceof Error ? err.message : String(err)}` });
+            },
+          );
+        },
       },
-    });
+    );
   }
 }

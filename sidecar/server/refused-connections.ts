@@ -13,10 +13,7 @@ export type ConnectionRefusal = "plaintext" | "tls_handshake";
 const PLAINTEXT = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_HTTP_REQUEST", "ERR_SSL_HTTPS_PROXY_REQUEST"]);
 
 /** Calls `onRefused` for each refused connection; false when grpc-js offered no TLS server to watch. */
-export function watchRefusedConnections(
-  server: grpc.Server,
-  onRefused: (reason: ConnectionRefusal, peer: string, error: string) => void,
-): boolean {
+export function watchRefusedConnections(server: grpc.Server, onRefused: (reason: ConnectionRefusal, peer: string, error: string) => void): boolean {
   const servers = (server as unknown as { http2Servers?: Map<EventEmitter, unknown> }).http2Servers;
   let watched = false;
   for (const http2 of servers?.keys() ?? []) {

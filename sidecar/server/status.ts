@@ -34,7 +34,8 @@ export function toStatus(err: unknown): MappedStatus {
     // Refused by RBAC: the request is sound and the caller's rights are not in question (so neither
     // INVALID_ARGUMENT nor PERMISSION_DENIED), nor is it a sidecar bug (INTERNAL). The deployment
     // lacks a grant and no retry succeeds until an operator adds it, as with a missing stage secret.
-    if (err.status === 403) return { code: grpc.status.FAILED_PRECONDITION, details: `${said} (the sidecar's ServiceAccount lacks a grant)`, unexpected: false };
+    if (err.status === 403)
+      return { code: grpc.status.FAILED_PRECONDITION, details: `${said} (the sidecar's ServiceAccount lacks a grant)`, unexpected: false };
     const transient = err.status === 0 || err.status === 429 || err.status >= 500;
     return {
       code: transient ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL,

@@ -1,11 +1,7 @@
 // proto.ReclaimSpace → reclaimspace.ReclaimSpaceController / ReclaimSpaceNode. Both resolve the PV
 // (volumeHandle; volumeAttributes as parameters; nodeStageSecretRef, which upstream also uses for
 // the controller call); the node call adds the kubelet's staging path and the volume capability.
-import {
-  ReclaimSpaceControllerService,
-  ReclaimSpaceNodeService,
-  type ControllerReclaimSpaceResponse,
-} from "../../proto/gen/reclaimspace/reclaimspace.js";
+import { ReclaimSpaceControllerService, ReclaimSpaceNodeService, type ControllerReclaimSpaceResponse } from "../../proto/gen/reclaimspace/reclaimspace.js";
 import type { ReclaimSpaceRequest, ReclaimSpaceResponse } from "../../proto/gen/proto/reclaimspace.js";
 import type { Next } from "../server/context.js";
 import { NEEDS } from "./capabilities.js";

@@ -11,11 +11,14 @@ export async function withDeadline<T>(parent: AbortSignal, deadline: number, fn:
   else parent.addEventListener("abort", onAbort, { once: true });
   // A millisecond late on purpose: a driver call under this signal carries the same deadline, and
   // its own DEADLINE_EXCEEDED (not a CANCELLED from us) is what the caller and the metrics must see.
-  const timer = setTimeout(() => {
-    if (ac.signal.aborted) return;
-    endedAtDeadline.add(ac.signal);
-    ac.abort(new DOMException("deadline exceeded", "TimeoutError"));
-  }, Math.max(0, deadline - Date.now()) + 1);
+  const timer = setTimeout(
+    () => {
+      if (ac.signal.aborted) return;
+      endedAtDeadline.add(ac.signal);
+      ac.abort(new DOMException("deadline exceeded", "TimeoutError"));
+    },
+    Math.max(0, deadline - Date.now()) + 1,
+  );
   try {
     return await fn(ac.signal);
   } finally {

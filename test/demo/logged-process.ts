@@ -83,7 +83,12 @@ export async function spawnLogged(o: LoggedSpawnOptions): Promise<LoggedProcess>
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   const running = () => child.exitCode === null && child.signalCode === null;
   const logLines = () => readLogLines(o.logFile);
-  const waitWhileRunning = async <T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 30_000, intervalMs?: number): Promise<T> => {
+  const waitWhileRunning = async <T>(
+    what: string,
+    probe: () => T | undefined | false | Promise<T | undefined | false>,
+    timeoutMs = 30_000,
+    intervalMs?: number,
+  ): Promise<T> => {
     const gone = Symbol("exited");
     const r = await waitFor<T | typeof gone>(what, () => (running() ? probe() : gone), { timeoutMs, intervalMs });
     if (r === gone) throw new Error(`${o.what} exited (${child.exitCode ?? child.signalCode}) while waiting for ${what}; see ${o.logFile}`);

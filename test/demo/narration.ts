@@ -8,9 +8,7 @@ export const capabilityName = (c: Capability) =>
   Object.entries(Capability.toJSON(c) as Record<string, { type?: string }>)
     .map(([kind, v]) => `${kind[0]!.toUpperCase()}${kind.slice(1)} ${v.type ?? "UNKNOWN"}`)
     .join(" ") || "(empty)";
-export const healthText = (h: VolumeHealth | undefined) =>
-  h ? `${stateName(h.state)}${h.reason ? ` (${h.reason})` : ""}` : "(no health in the answer)";
-
+export const healthText = (h: VolumeHealth | undefined) => (h ? `${stateName(h.state)}${h.reason ? ` (${h.reason})` : ""}` : "(no health in the answer)");
 
 /** Objects of a kind the API may not serve (events.k8s.io is newer than core Events). */
 export function listIfServed(kube: KubeApi, apiVersion: string, kind: string): object[] {

@@ -53,7 +53,11 @@ export function localSidecarArgs(o: SidecarSpawnOptions): string[] {
 export async function spawnSidecar(o: SidecarSpawnOptions): Promise<SidecarProcess> {
   const p = await spawnLogged({
     what: "the sidecar",
-    ...(o.build === "source" ? { entry: "sidecar/main.ts" } : o.build === "image" ? { entry: IMAGE_ENTRY_SCRIPT } : { entry: SIDECAR_BUNDLE, nodeArgs: SIDECAR_NODE_FLAGS }),
+    ...(o.build === "source"
+      ? { entry: "sidecar/main.ts" }
+      : o.build === "image"
+        ? { entry: IMAGE_ENTRY_SCRIPT }
+        : { entry: SIDECAR_BUNDLE, nodeArgs: SIDECAR_NODE_FLAGS }),
     args: localSidecarArgs(o),
     env: o.build === "source" ? o.env : { ...imageEnv(o.logFile), ...o.env },
     logFile: o.logFile,
@@ -119,7 +123,10 @@ export class Cleanup {
 
   /** On SIGINT/SIGTERM: run the cleanup, then exit with `exitCode()` (default 130/143). */
   onSignal(say: (line: string) => void, exitCode?: () => number): void {
-    for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+    for (const [signal, code] of [
+      ["SIGINT", 130],
+      ["SIGTERM", 143],
+    ] as const) {
       process.once(signal, () => {
         this.interrupted = true;
         say(`\n${signal}: stopping everything this run started ...`);

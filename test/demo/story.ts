@@ -2,7 +2,10 @@
 // stop the story at the first surprise, naming the step it happened in.
 
 export class StepFailure extends Error {
-  constructor(readonly step: string, message: string) {
+  constructor(
+    readonly step: string,
+    message: string,
+  ) {
     super(message);
     this.name = "StepFailure";
   }

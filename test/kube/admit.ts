@@ -41,8 +41,7 @@ export function checkNamespace(t: ResourceType, body: Obj, ns: string | undefine
     delete meta.namespace;
     return;
   }
-  if (meta.namespace && meta.namespace !== ns)
-    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  if (meta.namespace && meta.namespace !== ns) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
   meta.namespace = ns;
 }
 
@@ -60,8 +59,7 @@ export function admit(t: ResourceType, obj: Obj, old: Obj | undefined, fv: Field
   } else if (t.validate) {
     errs.push(...t.validate(obj));
   }
-  if (dropped.length > 0 && fv === "Strict")
-    throw badRequest(`strict decoding error: ${dropped.map((f) => `unknown field "${f}"`).join(", ")}`);
+  if (dropped.length > 0 && fv === "Strict") throw badRequest(`strict decoding error: ${dropped.map((f) => `unknown field "${f}"`).join(", ")}`);
   if (errs.length > 0) throw invalidObject(groupKind(t), String(metaOf(obj).name ?? ""), dedupe(errs));
   return fv === "Warn" ? dropped.map((f) => `unknown field "${f}"`) : [];
 }

@@ -33,13 +33,23 @@ describe("authentication", () => {
     const { default: fetch } = await import("node-fetch");
     const res = await fetch(`${api.url}/api/v1/namespaces`, opts as object);
     assert.equal(res.status, 401);
-    assert.deepEqual(await res.json(), { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Unauthorized", reason: "Unauthorized", code: 401 });
+    assert.deepEqual(await res.json(), {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "Unauthorized",
+      reason: "Unauthorized",
+      code: 401,
+    });
     assert.equal(api.counters.total(), 0);
   });
 
   test("an expired token, or one bound to another audience, cannot call the API server", async () => {
     for (const token of ["old-token", "caller-token"]) {
-      const err = await clients(api.writeKubeconfig(token)).core.listNamespace().catch((e: unknown) => e);
+      const err = await clients(api.writeKubeconfig(token))
+        .core.listNamespace()
+        .catch((e: unknown) => e);
       assert.equal((err as ApiException<unknown>).code, 401);
     }
   });
@@ -50,9 +60,15 @@ describe("authorization (requireRbac)", () => {
     const f = await failure(user.custom.replaceNamespacedCustomObject({ ...cn("existing"), body: csiNode("existing") }));
     assert.equal(f.code, 403);
     assert.deepEqual(f.status, {
-      kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
-      message: 'csiaddonsnodes.csiaddons.openshift.io "existing" is forbidden: User "alice" cannot update resource "csiaddonsnodes" in API group "csiaddons.openshift.io" in the namespace "default"',
-      reason: "Forbidden", details: { name: "existing", group: G, kind: P }, code: 403,
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message:
+        'csiaddonsnodes.csiaddons.openshift.io "existing" is forbidden: User "alice" cannot update resource "csiaddonsnodes" in API group "csiaddons.openshift.io" in the namespace "default"',
+      reason: "Forbidden",
+      details: { name: "existing", group: G, kind: P },
+      code: 403,
     });
     const nodes = await failure(user.core.listNode());
     assert.equal(nodes.status.message, 'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope');
@@ -121,7 +137,13 @@ describe("TokenReview", () => {
   });
 
   test("unknown, expired and wrong-audience tokens → 201 with authenticated: false, never an HTTP error", async () => {
-    const cases = [["nope", undefined], ["old-token", undefined], ["caller-token", ["other"]], ["caller-token", undefined], ["user-token", ["anything"]]] as const;
+    const cases = [
+      ["nope", undefined],
+      ["old-token", undefined],
+      ["caller-token", ["other"]],
+      ["caller-token", undefined],
+      ["user-token", ["anything"]],
+    ] as const;
     for (const [token, aud] of cases) {
       const r = await review(token, aud as string[] | undefined);
       assert.equal(r.status?.authenticated, false, token);
@@ -132,13 +154,18 @@ describe("TokenReview", () => {
   test("creating reviews needs permission when RBAC is on", async () => {
     const f = await failure(user.authn.createTokenReview({ body: { spec: { token: "x" } } }));
     assert.equal(f.code, 403);
-    assert.equal(f.status.message, 'tokenreviews.authentication.k8s.io is forbidden: User "alice" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope');
+    assert.equal(
+      f.status.message,
+      'tokenreviews.authentication.k8s.io is forbidden: User "alice" cannot create resource "tokenreviews" in API group "authentication.k8s.io" at the cluster scope',
+    );
   });
 });
 
 describe("SubjectAccessReview", () => {
   const sar = (userName: string, groups: string[], attrs: Record<string, string>) =>
-    admin.authz.createSubjectAccessReview({ body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: userName, groups, resourceAttributes: attrs } } });
+    admin.authz.createSubjectAccessReview({
+      body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: userName, groups, resourceAttributes: attrs } },
+    });
 
   test("answers from the allow rules, for the user and for its groups", async () => {
     api.auth.allow("controller", { verbs: ["create"], apiGroups: [G], resources: [`${P}/heal`] });

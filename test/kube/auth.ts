@@ -19,16 +19,34 @@ export interface TokenUser {
   /** Why a token is no longer good though unexpired (its ServiceAccount deleted or recreated); undefined = good. */
   revoked?: () => string | undefined;
 }
-export interface Rule { verbs: string[]; apiGroups: string[]; resources: string[]; resourceNames?: string[]; namespace?: string }
-export interface Subject { username: string; uid?: string; groups: string[] }
+export interface Rule {
+  verbs: string[];
+  apiGroups: string[];
+  resources: string[];
+  resourceNames?: string[];
+  namespace?: string;
+}
+export interface Subject {
+  username: string;
+  uid?: string;
+  groups: string[];
+}
 
 /** What is being done, as an authorizer sees it (resource includes "/subresource"). */
 export type Attributes =
-  | { kind: "resource"; verb: string; group: string; resource: string; namespace?: string; name?: string }
-  | { kind: "path"; verb: string; path: string };
+  { kind: "resource"; verb: string; group: string; resource: string; namespace?: string; name?: string } | { kind: "path"; verb: string; path: string };
 
 /** Discovery and version endpoints every authenticated user may read (system:discovery). */
-const discoveryPaths = [/^\/api\/?$/, /^\/api\/v1\/?$/, /^\/apis(\/[^/]+){0,2}\/?$/, /^\/version\/?$/, /^\/openapi(\/.*)?$/, /^\/healthz/, /^\/livez/, /^\/readyz/];
+const discoveryPaths = [
+  /^\/api\/?$/,
+  /^\/api\/v1\/?$/,
+  /^\/apis(\/[^/]+){0,2}\/?$/,
+  /^\/version\/?$/,
+  /^\/openapi(\/.*)?$/,
+  /^\/healthz/,
+  /^\/livez/,
+  /^\/readyz/,
+];
 
 export class Auth {
   private readonly tokens = new Map<string, TokenUser>();
@@ -41,7 +59,10 @@ export class Auth {
    */
   maxTokenExpirationSeconds: number | undefined;
 
-  constructor(readonly adminToken: string, requireRbac: boolean) {
+  constructor(
+    readonly adminToken: string,
+    requireRbac: boolean,
+  ) {
     this.requireRbac = requireRbac;
     this.tokens.set(adminToken, { username: "kube:admin", groups: ["system:masters"] });
   }
@@ -117,7 +138,9 @@ function ruleMatches(r: Rule, a: Extract<Attributes, { kind: "resource" }>): boo
   // As RBAC's ResourceMatches: "x" never covers "x/sub"; "x/*" covers every subresource of x, "*/sub" that subresource of all.
   const [base, sub] = a.resource.split("/");
   const resourceOk =
-    r.resources.includes("*") || r.resources.includes(a.resource) || (sub !== undefined && (r.resources.includes(`${base}/*`) || r.resources.includes(`*/${sub}`)));
+    r.resources.includes("*") ||
+    r.resources.includes(a.resource) ||
+    (sub !== undefined && (r.resources.includes(`${base}/*`) || r.resources.includes(`*/${sub}`)));
   if (!resourceOk) return false;
   if (r.resourceNames?.length && (!a.name || !r.resourceNames.includes(a.name))) return false;
   if (r.namespace !== undefined && r.namespace !== a.namespace) return false;

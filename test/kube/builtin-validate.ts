@@ -10,7 +10,12 @@ import { TokenReview } from "kubernetes-models/authentication.k8s.io/v1";
 import { SelfSubjectAccessReview, SubjectAccessReview } from "kubernetes-models/authorization.k8s.io/v1";
 import type { FieldError } from "./status.js";
 
-interface AjvError { instancePath: string; keyword: string; params: Record<string, unknown>; message?: string }
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
 type ModelClass = new (data: Record<string, unknown>) => { validate(): void };
 
 const models: Record<string, ModelClass> = {
@@ -59,9 +64,19 @@ function toFieldError(data: unknown, e: AjvError): FieldError {
     case "required":
       return { type: "FieldValueRequired", field: at(String(e.params.missingProperty)) };
     case "type":
-      return { type: "FieldValueTypeInvalid", field, badValue: jsType(value), detail: `${field} in body must be of type ${String(e.params.type)}: "${jsType(value)}"` };
+      return {
+        type: "FieldValueTypeInvalid",
+        field,
+        badValue: jsType(value),
+        detail: `${field} in body must be of type ${String(e.params.type)}: "${jsType(value)}"`,
+      };
     case "enum":
-      return { type: "FieldValueNotSupported", field, badValue: value, detail: `supported values: ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}` };
+      return {
+        type: "FieldValueNotSupported",
+        field,
+        badValue: value,
+        detail: `supported values: ${(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`,
+      };
     default:
       return { type: "FieldValueInvalid", field, badValue: value, detail: e.message ?? `failed ${e.keyword} check` };
   }

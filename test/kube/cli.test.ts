@@ -16,13 +16,19 @@ after(async () => {
 test("kube-api CLI: seeds, one kubeconfig line, HTTPS, exit 0 on SIGTERM", async () => {
   const seed = join(tempDir(), "seed.yaml");
   // The custom resource comes before its CRD's file on the command line: CRDs are loaded first.
-  writeFileSync(seed, [
-    "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: csi\n",
-    "apiVersion: csiaddons.openshift.io/v1alpha1\nkind: CSIAddonsNode\nmetadata:\n  name: seeded\n  namespace: csi\nspec:\n  driver:\n    name: d.example.com\n    endpoint: pod://p.csi:9070\n    nodeID: n1\n",
-  ].join("---\n"));
+  writeFileSync(
+    seed,
+    [
+      "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: csi\n",
+      "apiVersion: csiaddons.openshift.io/v1alpha1\nkind: CSIAddonsNode\nmetadata:\n  name: seeded\n  namespace: csi\nspec:\n  driver:\n    name: d.example.com\n    endpoint: pod://p.csi:9070\n    nodeID: n1\n",
+    ].join("---\n"),
+  );
   proc = startTs("test/kube/cli.ts", ["--port", "0", "--seed", seed, "--seed", upstreamCrdFile]);
   await proc.waitForOutput(/kubeconfig: \S+\n/);
-  const lines = proc.stdout().split("\n").filter((l) => l !== "");
+  const lines = proc
+    .stdout()
+    .split("\n")
+    .filter((l) => l !== "");
   assert.equal(lines.length, 1);
   const path = lines[0]!.replace(/^kubeconfig: /, "");
 

@@ -23,10 +23,17 @@ function parseArgs(argv: string[]): { port?: number; seedFiles: string[]; tls: b
         out.port = p;
         break;
       }
-      case "--seed": out.seedFiles.push(value()); break;
-      case "--plain-http": out.tls = false; break;
-      case "--require-rbac": out.requireRbac = true; break;
-      default: usage(`unknown argument ${argv[i]}`);
+      case "--seed":
+        out.seedFiles.push(value());
+        break;
+      case "--plain-http":
+        out.tls = false;
+        break;
+      case "--require-rbac":
+        out.requireRbac = true;
+        break;
+      default:
+        usage(`unknown argument ${argv[i]}`);
     }
   }
   return out;

@@ -24,7 +24,14 @@ export function installControllers(ops: Ops): void {
   const nsType = reg.lookup("", "v1", "namespaces")!;
   const schemaValidate = crdType.validate;
   crdType.validate = (o) => [...(schemaValidate?.(o) ?? []), ...validateCrd(o)];
-  const namespaced = () => [...new Map(reg.all().filter((t) => t.namespaced && !t.virtual).map((t) => [storageKey(t), t])).values()];
+  const namespaced = () => [
+    ...new Map(
+      reg
+        .all()
+        .filter((t) => t.namespaced && !t.virtual)
+        .map((t) => [storageKey(t), t]),
+    ).values(),
+  ];
 
   ops.admission.push((t, obj) => {
     const meta = metaOf(obj);
@@ -40,7 +47,11 @@ export function installControllers(ops: Ops): void {
     const ns = ops.store.get(NS_KEY, undefined, String(meta.namespace));
     if (!ns) throw notFound(groupResource(nsType), String(meta.namespace));
     if (metaOf(ns).deletionTimestamp)
-      throw forbidden(groupResource(t), String(meta.name ?? ""), `unable to create new content in namespace ${String(meta.namespace)} because it is being terminated`);
+      throw forbidden(
+        groupResource(t),
+        String(meta.name ?? ""),
+        `unable to create new content in namespace ${String(meta.namespace)} because it is being terminated`,
+      );
   });
 
   const instancesOf = (crd: Obj) => ops.store.count(`${crdSpec(crd).group}/${crdSpec(crd).names.plural}`);
@@ -70,7 +81,9 @@ export function installControllers(ops: Ops): void {
     }
     // Terminating: delete every instance (those with finalizers stay until they are released).
     const t = reg.anyVersion(`${group}/${names.plural}`);
-    if (t) for (const o of ops.store.list(storageKey(t))) if (!metaOf(o).deletionTimestamp) ops.delete(t, metaOf(o).namespace as string | undefined, String(metaOf(o).name));
+    if (t)
+      for (const o of ops.store.list(storageKey(t)))
+        if (!metaOf(o).deletionTimestamp) ops.delete(t, metaOf(o).namespace as string | undefined, String(metaOf(o).name));
     maybeFinishCrd(crd);
   };
   const maybeFinishCrd = (crd: Obj) => {

@@ -6,20 +6,26 @@ import { describe, test } from "node:test";
 import { type Clients, kubeSuite, failure, strategicPatch } from "./testkit.js";
 
 let c: Clients;
-kubeSuite({
+kubeSuite(
+  {
     seed: [
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "csi" } },
       { apiVersion: "v1", kind: "Node", metadata: { name: "node-1" }, status: { volumesInUse: ["kubernetes.io/csi/drv^vol-1"] } },
     ],
-  }, async (k) => {
-  ({ c } = k);
-});
+  },
+  async (k) => {
+    ({ c } = k);
+  },
+);
 
 describe("core and storage resources", () => {
   test("a Node's status (volumesInUse) is part of the object; PUT of the node keeps it", async () => {
     const n = await c.core.readNode({ name: "node-1" });
     assert.deepEqual(n.status?.volumesInUse, ["kubernetes.io/csi/drv^vol-1"]);
-    const updated = await c.core.replaceNode({ name: "node-1", body: { ...n, metadata: { ...n.metadata, labels: { zone: "a" } }, status: { volumesInUse: [] } } });
+    const updated = await c.core.replaceNode({
+      name: "node-1",
+      body: { ...n, metadata: { ...n.metadata, labels: { zone: "a" } }, status: { volumesInUse: [] } },
+    });
     assert.deepEqual(updated.status?.volumesInUse, ["kubernetes.io/csi/drv^vol-1"]);
     const viaStatus = await c.core.replaceNodeStatus({ name: "node-1", body: { ...updated, status: { volumesInUse: ["kubernetes.io/csi/drv^vol-2"] } } });
     assert.deepEqual(viaStatus.status?.volumesInUse, ["kubernetes.io/csi/drv^vol-2"]);
@@ -27,10 +33,17 @@ describe("core and storage resources", () => {
 
   test("VolumeAttachment: create drops status; /status sets attached and attachmentMetadata", async () => {
     const va = await c.storage.createVolumeAttachment({
-      body: { metadata: { name: "csi-abc" }, spec: { attacher: "drv", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } }, status: { attached: true } },
+      body: {
+        metadata: { name: "csi-abc" },
+        spec: { attacher: "drv", nodeName: "node-1", source: { persistentVolumeName: "pv-1" } },
+        status: { attached: true },
+      },
     });
     assert.equal(va.status, undefined);
-    const attached = await c.storage.replaceVolumeAttachmentStatus({ name: "csi-abc", body: { ...va, status: { attached: true, attachmentMetadata: { dev: "/dev/nbd0" } } } });
+    const attached = await c.storage.replaceVolumeAttachmentStatus({
+      name: "csi-abc",
+      body: { ...va, status: { attached: true, attachmentMetadata: { dev: "/dev/nbd0" } } },
+    });
     assert.equal(attached.status?.attached, true);
     assert.deepEqual((await c.storage.readVolumeAttachment({ name: "csi-abc" })).status?.attachmentMetadata, { dev: "/dev/nbd0" });
   });
@@ -47,12 +60,18 @@ describe("core and storage resources", () => {
   });
 
   test("PersistentVolume round trip; a PV whose csi block lacks volumeHandle → 422", async () => {
-    const body = { metadata: { name: "pv-1" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], csi: { driver: "drv", volumeHandle: "vol-1" } } };
+    const body = {
+      metadata: { name: "pv-1" },
+      spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], csi: { driver: "drv", volumeHandle: "vol-1" } },
+    };
     await c.core.createPersistentVolume({ body });
     assert.equal((await c.core.readPersistentVolume({ name: "pv-1" })).spec?.csi?.volumeHandle, "vol-1");
     const f = await failure(c.core.createPersistentVolume({ body: { metadata: { name: "pv-2" }, spec: { csi: { driver: "drv" } } } as any }));
     assert.equal(f.code, 422);
-    assert.deepEqual(f.status.details?.causes?.map((x) => [x.reason, x.field]), [["FieldValueRequired", "spec.csi.volumeHandle"]]);
+    assert.deepEqual(
+      f.status.details?.causes?.map((x) => [x.reason, x.field]),
+      [["FieldValueRequired", "spec.csi.volumeHandle"]],
+    );
     assert.equal(f.status.details?.kind, "PersistentVolume");
   });
 
@@ -77,11 +96,17 @@ describe("core and storage resources", () => {
   test("a Pod's ReplicaSet owner resolves to its Deployment through AppsV1Api", async () => {
     const labels = { app: "x" };
     const template = { metadata: { labels }, spec: { containers: [{ name: "c", image: "i" }] } };
-    const d = await c.apps.createNamespacedDeployment({ namespace: "csi", body: { metadata: { name: "ctrl" }, spec: { selector: { matchLabels: labels }, template } } });
+    const d = await c.apps.createNamespacedDeployment({
+      namespace: "csi",
+      body: { metadata: { name: "ctrl" }, spec: { selector: { matchLabels: labels }, template } },
+    });
     assert.equal(d.metadata?.generation, 1);
     const rs = await c.apps.createNamespacedReplicaSet({
       namespace: "csi",
-      body: { metadata: { name: "ctrl-5d9", ownerReferences: [{ apiVersion: "apps/v1", kind: "Deployment", name: "ctrl", uid: d.metadata!.uid!, controller: true }] }, spec: { selector: { matchLabels: labels }, template } },
+      body: {
+        metadata: { name: "ctrl-5d9", ownerReferences: [{ apiVersion: "apps/v1", kind: "Deployment", name: "ctrl", uid: d.metadata!.uid!, controller: true }] },
+        spec: { selector: { matchLabels: labels }, template },
+      },
     });
     const owner = (await c.apps.readNamespacedReplicaSet({ namespace: "csi", name: rs.metadata!.name! })).metadata!.ownerReferences![0]!;
     assert.equal((await c.apps.readNamespacedDeployment({ namespace: "csi", name: owner.name })).metadata?.uid, d.metadata?.uid);
@@ -97,7 +122,10 @@ describe("core and storage resources", () => {
     await c.coordination.replaceNamespacedLease({ namespace: "csi", name: "lock", body: { ...l, spec: { holderIdentity: "b" } } });
     const f = await failure(c.coordination.replaceNamespacedLease({ namespace: "csi", name: "lock", body: { ...l, spec: { holderIdentity: "c" } } }));
     assert.equal(f.code, 409);
-    assert.equal(f.status.message, 'Operation cannot be fulfilled on leases.coordination.k8s.io "lock": the object has been modified; please apply your changes to the latest version and try again');
+    assert.equal(
+      f.status.message,
+      'Operation cannot be fulfilled on leases.coordination.k8s.io "lock": the object has been modified; please apply your changes to the latest version and try again',
+    );
   });
 
   test("deleting a namespace removes what is in it; creating in a terminating one is refused", async () => {

@@ -8,7 +8,14 @@ import { type PrinterColumn, type ResourceType, crudVerbs } from "./resources.js
 import { checkSchema, type Schema } from "./schema.js";
 import { type FieldError, invalid, required } from "./status.js";
 
-interface CrdNames { plural: string; singular?: string; kind: string; listKind?: string; shortNames?: string[]; categories?: string[] }
+interface CrdNames {
+  plural: string;
+  singular?: string;
+  kind: string;
+  listKind?: string;
+  shortNames?: string[];
+  categories?: string[];
+}
 interface CrdVersion {
   name: string;
   served: boolean;
@@ -17,7 +24,13 @@ interface CrdVersion {
   subresources?: { status?: object; scale?: object };
   additionalPrinterColumns?: PrinterColumn[];
 }
-interface CrdSpec { group: string; names: CrdNames; scope: string; versions: CrdVersion[]; conversion?: { strategy?: string } }
+interface CrdSpec {
+  group: string;
+  names: CrdNames;
+  scope: string;
+  versions: CrdVersion[];
+  conversion?: { strategy?: string };
+}
 
 const spec = (crd: Obj) => crd.spec as CrdSpec;
 
@@ -34,8 +47,7 @@ export function validateCrd(crd: Obj): FieldError[] {
   else for (const m of dns1123Label(n.plural)) errs.push(invalid("spec.names.plural", n.plural, m));
   if (!n?.kind) errs.push(required("spec.names.kind"));
   if (n?.singular) for (const m of dns1123Label(n.singular)) errs.push(invalid("spec.names.singular", n.singular, m));
-  if (s.group && n?.plural && name !== `${n.plural}.${s.group}`)
-    errs.push(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'));
+  if (s.group && n?.plural && name !== `${n.plural}.${s.group}`) errs.push(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'));
   if (s.scope !== "Namespaced" && s.scope !== "Cluster")
     errs.push({ type: "FieldValueNotSupported", field: "spec.scope", badValue: s.scope, detail: 'supported values: "Cluster", "Namespaced"' });
   if (s.conversion?.strategy && s.conversion.strategy !== "None")
@@ -43,7 +55,13 @@ export function validateCrd(crd: Obj): FieldError[] {
   const versions = s.versions ?? [];
   if (versions.length === 0) errs.push(required("spec.versions", "must have exactly one version marked as storage version"));
   else if (versions.filter((v) => v.storage).length !== 1)
-    errs.push(invalid("spec.versions", versions.map((v) => v.name), "must have exactly one version marked as storage version"));
+    errs.push(
+      invalid(
+        "spec.versions",
+        versions.map((v) => v.name),
+        "must have exactly one version marked as storage version",
+      ),
+    );
   const seen = new Set<string>();
   versions.forEach((v, i) => {
     const p = `spec.versions[${i}]`;
@@ -56,7 +74,11 @@ export function validateCrd(crd: Obj): FieldError[] {
       errs.push(...checkSchema(root, `${p}.schema.openAPIV3Schema`));
     }
     if (v.subresources?.scale)
-      errs.push({ type: "FieldValueForbidden", field: `${p}.subresources.scale`, detail: "the scale subresource is not supported by this in-memory API server" });
+      errs.push({
+        type: "FieldValueForbidden",
+        field: `${p}.subresources.scale`,
+        detail: "the scale subresource is not supported by this in-memory API server",
+      });
   });
   return errs;
 }
@@ -85,7 +107,12 @@ export function crdTypes(crd: Obj): ResourceType[] {
       // With the status subresource, create drops status (customresource strategy PrepareForCreate).
       statusOnCreate: isObject(v.subresources?.status) ? () => undefined : undefined,
       allowUnconditionalUpdate: false,
-      custom: { crdName: String((crd.metadata as Obj).name), schema: v.schema!.openAPIV3Schema!, storageVersion: storage, columns: v.additionalPrinterColumns ?? [] },
+      custom: {
+        crdName: String((crd.metadata as Obj).name),
+        schema: v.schema!.openAPIV3Schema!,
+        storageVersion: storage,
+        columns: v.additionalPrinterColumns ?? [],
+      },
     }));
 }
 

@@ -40,19 +40,33 @@ describe("create and read", () => {
     const f = await failure(create("dup"));
     assert.equal(f.code, 409);
     assert.deepEqual(f.status, {
-      kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
-      message: 'csiaddonsnodes.csiaddons.openshift.io "dup" already exists', reason: "AlreadyExists",
-      details: { name: "dup", group: G, kind: P }, code: 409,
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: 'csiaddonsnodes.csiaddons.openshift.io "dup" already exists',
+      reason: "AlreadyExists",
+      details: { name: "dup", group: G, kind: P },
+      code: 409,
     });
   });
 
   test("get, update and delete of a missing object → 404 NotFound", async () => {
     const expected = {
-      kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
-      message: 'csiaddonsnodes.csiaddons.openshift.io "ghost" not found', reason: "NotFound",
-      details: { name: "ghost", group: G, kind: P }, code: 404,
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: 'csiaddonsnodes.csiaddons.openshift.io "ghost" not found',
+      reason: "NotFound",
+      details: { name: "ghost", group: G, kind: P },
+      code: 404,
     };
-    for (const call of [get("ghost"), replace({ ...csiNode("ghost"), metadata: { name: "ghost", namespace: "default", resourceVersion: "1" } }), c.custom.deleteNamespacedCustomObject(cn("ghost"))]) {
+    for (const call of [
+      get("ghost"),
+      replace({ ...csiNode("ghost"), metadata: { name: "ghost", namespace: "default", resourceVersion: "1" } }),
+      c.custom.deleteNamespacedCustomObject(cn("ghost")),
+    ]) {
       const f = await failure(call);
       assert.equal(f.code, 404);
       assert.deepEqual(f.status, expected);
@@ -63,8 +77,14 @@ describe("create and read", () => {
     const f = await failure(create("Bad_Name"));
     assert.equal(f.code, 422);
     assert.equal(f.status.reason, "Invalid");
-    assert.deepEqual(f.status.details?.causes?.map((x) => [x.reason, x.field]), [["FieldValueInvalid", "metadata.name"]]);
-    assert.match(f.status.message!, /^CSIAddonsNode\.csiaddons\.openshift\.io "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/);
+    assert.deepEqual(
+      f.status.details?.causes?.map((x) => [x.reason, x.field]),
+      [["FieldValueInvalid", "metadata.name"]],
+    );
+    assert.match(
+      f.status.message!,
+      /^CSIAddonsNode\.csiaddons\.openshift\.io "Bad_Name" is invalid: metadata\.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain/,
+    );
     assert.equal(f.status.details?.kind, "CSIAddonsNode");
   });
 
@@ -83,7 +103,14 @@ describe("create and read", () => {
   });
 
   test("ownerReferences are stored as given and nothing is garbage-collected", async () => {
-    const owner = { apiVersion: "apps/v1", kind: "DaemonSet", name: "plugin", uid: "0b7e1c5e-1111-2222-3333-444444444444", controller: true, blockOwnerDeletion: true };
+    const owner = {
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      name: "plugin",
+      uid: "0b7e1c5e-1111-2222-3333-444444444444",
+      controller: true,
+      blockOwnerDeletion: true,
+    };
     const body = csiNode("owned");
     body.metadata.ownerReferences = [owner];
     await c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default", body });
@@ -99,9 +126,15 @@ describe("update", () => {
     const f = await failure(replace({ ...v1, spec: { driver: { ...v1.spec.driver, endpoint: "pod://p.default:2" } } }));
     assert.equal(f.code, 409);
     assert.deepEqual(f.status, {
-      kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
-      message: 'Operation cannot be fulfilled on csiaddonsnodes.csiaddons.openshift.io "u1": the object has been modified; please apply your changes to the latest version and try again',
-      reason: "Conflict", details: { name: "u1", group: G, kind: P }, code: 409,
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message:
+        'Operation cannot be fulfilled on csiaddonsnodes.csiaddons.openshift.io "u1": the object has been modified; please apply your changes to the latest version and try again',
+      reason: "Conflict",
+      details: { name: "u1", group: G, kind: P },
+      code: 409,
     });
   });
 
@@ -111,10 +144,18 @@ describe("update", () => {
     const f = await failure(replace(v1));
     assert.equal(f.code, 422);
     assert.deepEqual(f.status, {
-      kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
       message: 'CSIAddonsNode.csiaddons.openshift.io "u2" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update',
       reason: "Invalid",
-      details: { name: "u2", group: G, kind: "CSIAddonsNode", causes: [{ reason: "FieldValueInvalid", message: "Invalid value: 0x0: must be specified for an update", field: "metadata.resourceVersion" }] },
+      details: {
+        name: "u2",
+        group: G,
+        kind: "CSIAddonsNode",
+        causes: [{ reason: "FieldValueInvalid", message: "Invalid value: 0x0: must be specified for an update", field: "metadata.resourceVersion" }],
+      },
       code: 422,
     });
   });
@@ -165,7 +206,10 @@ describe("status subresource", () => {
     assert.equal(viaStatus.spec.driver.endpoint, created.spec.driver.endpoint);
     assert.equal(viaStatus.metadata.generation, 1);
 
-    const patched: any = await c.custom.patchNamespacedCustomObjectStatus({ ...cn("s1"), body: { status: { reason: "Why" }, spec: { driver: { endpoint: "nope" } } } }, mergePatch);
+    const patched: any = await c.custom.patchNamespacedCustomObjectStatus(
+      { ...cn("s1"), body: { status: { reason: "Why" }, spec: { driver: { endpoint: "nope" } } } },
+      mergePatch,
+    );
     assert.deepEqual(patched.status, { state: "Connected", message: "ok", reason: "Why" });
     assert.equal(patched.spec.driver.endpoint, created.spec.driver.endpoint);
   });
@@ -176,7 +220,10 @@ describe("patch", () => {
     await create("p1");
     const merged: any = await c.custom.patchNamespacedCustomObject({ ...cn("p1"), body: { metadata: { annotations: { k: "v" } } } }, mergePatch);
     assert.equal(merged.metadata.annotations.k, "v");
-    const jp: any = await c.custom.patchNamespacedCustomObject({ ...cn("p1"), body: [{ op: "replace", path: "/spec/driver/endpoint", value: "pod://j.default:2" }] }, jsonPatch);
+    const jp: any = await c.custom.patchNamespacedCustomObject(
+      { ...cn("p1"), body: [{ op: "replace", path: "/spec/driver/endpoint", value: "pod://j.default:2" }] },
+      jsonPatch,
+    );
     assert.equal(jp.spec.driver.endpoint, "pod://j.default:2");
     assert.equal(jp.metadata.generation, 2);
     const f = await failure(c.custom.patchNamespacedCustomObject({ ...cn("p1"), body: { metadata: { labels: { a: "b" } } } }, strategicPatch));
@@ -187,7 +234,12 @@ describe("patch", () => {
   test("a patch carrying a stale resourceVersion → 409 Conflict; a patch of a missing object → 404", async () => {
     const v1 = await create("p2");
     await c.custom.patchNamespacedCustomObject({ ...cn("p2"), body: { metadata: { labels: { a: "1" } } } }, mergePatch);
-    const f = await failure(c.custom.patchNamespacedCustomObject({ ...cn("p2"), body: { metadata: { resourceVersion: v1.metadata.resourceVersion, labels: { a: "2" } } } }, mergePatch));
+    const f = await failure(
+      c.custom.patchNamespacedCustomObject(
+        { ...cn("p2"), body: { metadata: { resourceVersion: v1.metadata.resourceVersion, labels: { a: "2" } } } },
+        mergePatch,
+      ),
+    );
     assert.equal(f.code, 409);
     assert.equal(f.status.reason, "Conflict");
     const g = await failure(c.custom.patchNamespacedCustomObject({ ...cn("p-missing"), body: { metadata: { labels: { a: "2" } } } }, mergePatch));
@@ -199,7 +251,13 @@ describe("delete and finalizers", () => {
   test("delete without finalizers → 200 Success Status, then 404", async () => {
     const obj = await create("d1");
     const res = await c.custom.deleteNamespacedCustomObject(cn("d1"));
-    assert.deepEqual(res, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", details: { name: "d1", group: G, kind: P, uid: obj.metadata.uid } });
+    assert.deepEqual(res, {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Success",
+      details: { name: "d1", group: G, kind: P, uid: obj.metadata.uid },
+    });
     assert.equal((await failure(get("d1"))).code, 404);
     assert.equal((await failure(c.custom.deleteNamespacedCustomObject(cn("d1")))).code, 404);
   });

@@ -34,7 +34,8 @@ describe("discovery", () => {
     assert.deepEqual(core.versions, ["v1"]);
     const groups = await c.kc.makeApiClient(ApisApi).getAPIVersions();
     const names = groups.groups.map((g) => g.name);
-    for (const g of ["apps", "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io", "storage.k8s.io", "apiextensions.k8s.io", G]) assert.ok(names.includes(g), g);
+    for (const g of ["apps", "authentication.k8s.io", "authorization.k8s.io", "coordination.k8s.io", "storage.k8s.io", "apiextensions.k8s.io", G])
+      assert.ok(names.includes(g), g);
     const ours = groups.groups.find((g) => g.name === G)!;
     assert.deepEqual({ ...ours.preferredVersion }, { groupVersion: `${G}/${V}`, version: V });
   });
@@ -42,14 +43,23 @@ describe("discovery", () => {
   test("/api/v1 and /apis/<group>/<version> list resources with verbs, scope, kind and short names", async () => {
     const core = await c.core.getAPIResources();
     const pods = core.resources.find((r) => r.name === "pods")!;
-    assert.deepEqual({ namespaced: pods.namespaced, kind: pods.kind, shortNames: pods.shortNames, verbs: pods.verbs }, { namespaced: true, kind: "Pod", shortNames: ["po"], verbs: ["create", "delete", "get", "list", "patch", "update", "watch"] });
+    assert.deepEqual(
+      { namespaced: pods.namespaced, kind: pods.kind, shortNames: pods.shortNames, verbs: pods.verbs },
+      { namespaced: true, kind: "Pod", shortNames: ["po"], verbs: ["create", "delete", "get", "list", "patch", "update", "watch"] },
+    );
     assert.deepEqual(core.resources.find((r) => r.name === "nodes/status")?.verbs, ["get", "patch", "update"]);
     assert.equal(core.resources.find((r) => r.name === "nodes")?.namespaced, false);
     const reviews = await c.authn.getAPIResources();
-    assert.deepEqual(reviews.resources.map((r) => [r.name, r.verbs]), [["tokenreviews", ["create"]]]);
+    assert.deepEqual(
+      reviews.resources.map((r) => [r.name, r.verbs]),
+      [["tokenreviews", ["create"]]],
+    );
     const custom = await getJson(`/apis/${G}/${V}`);
     assert.equal(custom.kind, "APIResourceList");
-    assert.deepEqual(custom.resources.map((r: any) => r.name), [P, `${P}/status`]);
+    assert.deepEqual(
+      custom.resources.map((r: any) => r.name),
+      [P, `${P}/status`],
+    );
     assert.equal(custom.resources[0].kind, "CSIAddonsNode");
   });
 
@@ -64,17 +74,23 @@ describe("discovery", () => {
 });
 
 const run = promisify(execFile);
-const kubectlPath = await run("sh", ["-c", "command -v kubectl"]).then((r) => r.stdout.trim(), () => "");
+const kubectlPath = await run("sh", ["-c", "command -v kubectl"]).then(
+  (r) => r.stdout.trim(),
+  () => "",
+);
 
 describe("kubectl", { skip: kubectlPath ? false : "kubectl is not installed" }, () => {
   test("apply, get (table, -o json), and delete against the printed kubeconfig", async () => {
     const kubectl = (...args: string[]) => run(kubectlPath, ["--kubeconfig", api.kubeconfigPath, ...args], { timeout: 60_000 });
     const dir = tempDir();
     const file = join(dir, "objects.yaml");
-    writeFileSync(file, [
-      "apiVersion: v1\nkind: Node\nmetadata:\n  name: kubectl-node\n",
-      `apiVersion: ${G}/${V}\nkind: CSIAddonsNode\nmetadata:\n  name: kubectl-cn\n  namespace: default\nspec:\n  driver:\n    name: d.example.com\n    endpoint: pod://p.default:9070\n    nodeID: kubectl-node\n`,
-    ].join("---\n"));
+    writeFileSync(
+      file,
+      [
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: kubectl-node\n",
+        `apiVersion: ${G}/${V}\nkind: CSIAddonsNode\nmetadata:\n  name: kubectl-cn\n  namespace: default\nspec:\n  driver:\n    name: d.example.com\n    endpoint: pod://p.default:9070\n    nodeID: kubectl-node\n`,
+      ].join("---\n"),
+    );
     const applied = await kubectl("apply", "-f", file);
     assert.match(applied.stdout, /csiaddonsnode.csiaddons.openshift.io\/kubectl-cn created/);
     const table = await kubectl("get", "csiaddonsnodes", "-n", "default");

@@ -23,7 +23,8 @@ function resourceEntries(t: ResourceType): Record<string, unknown>[] {
   if (t.shortNames?.length) main.shortNames = t.shortNames;
   if (t.categories?.length) main.categories = t.categories;
   const out = [main];
-  if (t.statusSubresource) out.push({ name: `${t.plural}/status`, singularName: "", namespaced: t.namespaced, kind: t.kind, verbs: ["get", "patch", "update"] });
+  if (t.statusSubresource)
+    out.push({ name: `${t.plural}/status`, singularName: "", namespaced: t.namespaced, kind: t.kind, verbs: ["get", "patch", "update"] });
   return out;
 }
 

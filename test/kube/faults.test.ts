@@ -29,7 +29,16 @@ describe("faults", () => {
   test("429 carries Retry-After and TooManyRequests; 500 matches a path RegExp", async () => {
     api.faults.failNext(1, 429);
     const t = await failure(c.core.listNode());
-    assert.deepEqual(t.status, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Too many requests, please try again later.", reason: "TooManyRequests", details: { retryAfterSeconds: 1 }, code: 429 });
+    assert.deepEqual(t.status, {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "Too many requests, please try again later.",
+      reason: "TooManyRequests",
+      details: { retryAfterSeconds: 1 },
+      code: 429,
+    });
     api.faults.failNext(1, 500, { path: /\/persistentvolumes$/ });
     await c.core.listNode();
     const e = await failure(c.core.listPersistentVolume());

@@ -5,7 +5,11 @@
 // Counts are also kept per authenticated user, so a run with several clients (a controller and
 // its sidecars) can say who made which requests.
 
-export interface Match { verb?: string; resource?: string; path?: string | RegExp }
+export interface Match {
+  verb?: string;
+  resource?: string;
+  path?: string | RegExp;
+}
 export interface RequestFacts {
   verb: string;
   resource: string;
@@ -79,8 +83,15 @@ export class Counters {
 
 const sorted = (m: Map<string, number>) => Object.fromEntries([...m.entries()].sort(([a], [b]) => a.localeCompare(b)));
 
-interface Failure { remaining: number; status: 500 | 503 | 429; match?: Match }
-interface Latency { ms: number; match?: Match }
+interface Failure {
+  remaining: number;
+  status: 500 | 503 | 429;
+  match?: Match;
+}
+interface Latency {
+  ms: number;
+  match?: Match;
+}
 
 export class FaultPlan {
   private failures: Failure[] = [];

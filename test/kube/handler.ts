@@ -15,7 +15,11 @@ import { asTable, wantsTable } from "./table.js";
 import { serveWatch } from "./watch.js";
 import { issueToken } from "./token-request.js";
 
-export interface Reply { code: number; body: unknown; warnings?: string[] }
+export interface Reply {
+  code: number;
+  body: unknown;
+  warnings?: string[];
+}
 
 const notAllowed = () => methodNotAllowed("the server does not allow this method on the requested resource");
 
@@ -50,15 +54,7 @@ function writeOpts(ri: RequestInfo): WriteOpts {
 }
 
 /** Handles one resource request; returns the reply, or undefined when it streamed (watch). */
-export function handleResource(
-  ops: Ops,
-  auth: Auth,
-  ri: RequestInfo,
-  caller: Subject,
-  body: unknown,
-  req: KubeRequest,
-  res: KubeResponse,
-): Reply | undefined {
+export function handleResource(ops: Ops, auth: Auth, ri: RequestInfo, caller: Subject, body: unknown, req: KubeRequest, res: KubeResponse): Reply | undefined {
   const { t, ns } = route(ops, ri);
   const name = ri.name!;
   const table = wantsTable(req.headers.accept);

@@ -9,15 +9,19 @@ export function kubeconfigJson(server: string, user: string, token: string, caDa
   const cluster: Record<string, string | boolean> = { server };
   if (caData) cluster["certificate-authority-data"] = caData;
   else if (server.startsWith("http:")) cluster["insecure-skip-tls-verify"] = true;
-  return JSON.stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "kube-api", cluster }],
-    users: [{ name: user, user: { token } }],
-    contexts: [{ name: `${user}@kube-api`, context: { cluster: "kube-api", user, namespace: "default" } }],
-    "current-context": `${user}@kube-api`,
-    preferences: {},
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "kube-api", cluster }],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: `${user}@kube-api`, context: { cluster: "kube-api", user, namespace: "default" } }],
+      "current-context": `${user}@kube-api`,
+      preferences: {},
+    },
+    null,
+    2,
+  );
 }
 
 let counter = 0;

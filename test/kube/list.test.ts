@@ -9,7 +9,12 @@ let api: KubeApi;
 let c: Clients;
 kubeSuite({ crdFiles: [upstreamCrdFile], historySize: 30, seed: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "other" } }] }, async (k) => {
   ({ api, c } = k);
-  for (const [name, tier, ns] of [["l-1", "gold", "default"], ["l-2", "silver", "default"], ["l-3", "gold", "default"], ["l-4", "gold", "other"]] as const) {
+  for (const [name, tier, ns] of [
+    ["l-1", "gold", "default"],
+    ["l-2", "silver", "default"],
+    ["l-3", "gold", "default"],
+    ["l-4", "gold", "other"],
+  ] as const) {
     const body = csiNode(name, ns);
     body.metadata.labels = { tier };
     await c.custom.createNamespacedCustomObject({ group: G, version: V, plural: P, namespace: ns, body });
@@ -57,7 +62,15 @@ describe("list", () => {
   test("a field a real server does not index → 400 BadRequest", async () => {
     const f = await failure(list({ fieldSelector: "spec.driver.name=x" }));
     assert.equal(f.code, 400);
-    assert.deepEqual(f.status, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "field label not supported: spec.driver.name", reason: "BadRequest", code: 400 });
+    assert.deepEqual(f.status, {
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: "field label not supported: spec.driver.name",
+      reason: "BadRequest",
+      code: 400,
+    });
   });
 
   test("limit/continue pages through one snapshot, even when objects change in between", async () => {

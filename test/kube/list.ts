@@ -7,7 +7,11 @@ import { apiVersionOf, type ResourceType, storageKey } from "./resources.js";
 import { fieldSelector, labelSelector } from "./selectors.js";
 import { badRequest, expired } from "./status.js";
 
-interface ContinueToken { v: string; rv: number; start: string }
+interface ContinueToken {
+  v: string;
+  rv: number;
+  start: string;
+}
 
 /** The first index whose key is >= `start` (the range is in key order). */
 function firstAtOrAfter(range: readonly (readonly [string, Obj])[], start: string): number {
@@ -60,8 +64,7 @@ export function listObjects(ops: Ops, t: ResourceType, ns: string | undefined, q
     if (!Number.isInteger(rv) || rv <= 0) throw badRequest("resourceVersionMatch=Exact needs a resourceVersion");
   }
   const snapshot = ops.store.range(key, rv);
-  if (!snapshot)
-    throw cont ? expired(tooOldContinue) : expired(`too old resource version: ${rv} (${ops.store.oldestAvailableRv + 1})`);
+  if (!snapshot) throw cont ? expired(tooOldContinue) : expired(`too old resource version: ${rv} (${ops.store.oldestAvailableRv + 1})`);
 
   // As etcd reads a range: from the continue key on, only as far as the page needs (then on, to
   // count or find what remains); nothing is copied but the page.

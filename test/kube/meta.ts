@@ -47,19 +47,26 @@ export function qualifiedName(value: string): string[] {
     else errs.push(...dns1123Subdomain(prefix).map((m) => `prefix part ${m}`));
     name = rest;
   } else if (parts.length > 2) {
-    return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"];
+    return [
+      "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+    ];
   }
   if (name.length === 0) errs.push("name part must be non-empty");
   else if (name.length > 63) errs.push("name part must be no more than 63 characters");
   if (name.length > 0 && !qualifiedNameRe.test(name))
-    errs.push("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')");
+    errs.push(
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+    );
   return errs;
 }
 
 function labelValue(v: string): string[] {
   const errs: string[] = [];
   if (v.length > 63) errs.push("must be no more than 63 characters");
-  if (!labelValueRe.test(v)) errs.push("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
+  if (!labelValueRe.test(v))
+    errs.push(
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+    );
   return errs;
 }
 
@@ -73,8 +80,7 @@ function stringMap(meta: Record<string, unknown>, key: string, out: FieldError[]
     return undefined;
   }
   for (const [k, v] of Object.entries(m))
-    if (typeof v !== "string")
-      out.push({ type: "FieldValueTypeInvalid", field: `metadata.${key}.${k}`, badValue: v, detail: "must be a string" });
+    if (typeof v !== "string") out.push({ type: "FieldValueTypeInvalid", field: `metadata.${key}.${k}`, badValue: v, detail: "must be a string" });
   return m;
 }
 
@@ -106,7 +112,8 @@ export function validateObjectMeta(meta: Record<string, unknown>, rule: NameRule
 
   const fin = meta.finalizers;
   if (fin !== undefined && fin !== null) {
-    if (!Array.isArray(fin)) out.push({ type: "FieldValueTypeInvalid", field: "metadata.finalizers", badValue: typeof fin, detail: "must be a list of strings" });
+    if (!Array.isArray(fin))
+      out.push({ type: "FieldValueTypeInvalid", field: "metadata.finalizers", badValue: typeof fin, detail: "must be a list of strings" });
     else
       fin.forEach((f, i) => {
         if (typeof f !== "string") out.push({ type: "FieldValueTypeInvalid", field: `metadata.finalizers[${i}]`, badValue: f, detail: "must be a string" });
@@ -116,7 +123,8 @@ export function validateObjectMeta(meta: Record<string, unknown>, rule: NameRule
 
   const owners = meta.ownerReferences;
   if (owners !== undefined && owners !== null) {
-    if (!Array.isArray(owners)) out.push({ type: "FieldValueTypeInvalid", field: "metadata.ownerReferences", badValue: typeof owners, detail: "must be a list" });
+    if (!Array.isArray(owners))
+      out.push({ type: "FieldValueTypeInvalid", field: "metadata.ownerReferences", badValue: typeof owners, detail: "must be a list" });
     else {
       let controllers = 0;
       owners.forEach((o, i) => {

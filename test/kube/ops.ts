@@ -22,9 +22,17 @@ export interface WriteOpts {
   /** PATCH may omit resourceVersion even for custom resources. */
   unconditionalOk?: boolean;
 }
-export interface WriteResult { obj: Obj; warnings: string[] }
-export interface DeleteResult { obj: Obj; deleted: boolean }
-export interface DeleteOptions { preconditions?: { uid?: string; resourceVersion?: string } }
+export interface WriteResult {
+  obj: Obj;
+  warnings: string[];
+}
+export interface DeleteResult {
+  obj: Obj;
+  deleted: boolean;
+}
+export interface DeleteOptions {
+  preconditions?: { uid?: string; resourceVersion?: string };
+}
 
 /** Admission plugins (namespace lifecycle, CRD terminating) may refuse or adjust a create. */
 export type AdmitCreate = (t: ResourceType, obj: Obj) => void;
@@ -38,7 +46,10 @@ export class Ops {
   private depth = 0;
   private draining = false;
 
-  constructor(readonly registry: Registry, readonly store: Store) {
+  constructor(
+    readonly registry: Registry,
+    readonly store: Store,
+  ) {
     store.onEvent((e) => this.queue.push(e));
   }
 
@@ -155,7 +166,12 @@ export class Ops {
       if (cur.deletionTimestamp) {
         const added = this.pendingFinalizers(t, next).filter((f) => !this.pendingFinalizers(t, current).includes(f));
         if (added.length > 0)
-          throw invalidObject({ group: t.group, kind: t.kind }, name, [fieldForbidden("metadata.finalizers", `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(", ")}}`)]);
+          throw invalidObject({ group: t.group, kind: t.kind }, name, [
+            fieldForbidden(
+              "metadata.finalizers",
+              `no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => JSON.stringify(f)).join(", ")}}`,
+            ),
+          ]);
       }
       const warnings = admit(t, next, this.present(t, current), opts.fieldValidation ?? "Warn");
       if (deepEqual(next, current) || opts.dryRun) return { obj: this.present(t, opts.dryRun ? next : current), warnings };
@@ -184,7 +200,11 @@ export class Ops {
       if (pre.uid && pre.uid !== cur.uid)
         throw conflict(groupResource(t), name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${String(cur.uid)}`);
       if (pre.resourceVersion && pre.resourceVersion !== cur.resourceVersion)
-        throw conflict(groupResource(t), name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${String(cur.resourceVersion)}`);
+        throw conflict(
+          groupResource(t),
+          name,
+          `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${String(cur.resourceVersion)}`,
+        );
       if (this.pendingFinalizers(t, current).length > 0) {
         // Graceful: mark and keep it readable until the finalizers are gone.
         if (cur.deletionTimestamp) return { obj: this.present(t, current), deleted: false };

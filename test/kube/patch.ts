@@ -55,7 +55,8 @@ function add(doc: unknown, pointer: string, value: unknown, replace: boolean): u
   const { parent, key } = resolve(doc, pointer);
   if (Array.isArray(parent)) {
     const i = key === "-" ? parent.length : Number(key);
-    if (!Number.isInteger(i) || i < 0 || i > parent.length) throw badRequest(`the server rejected our request due to an error in our request: index out of range at "${pointer}"`);
+    if (!Number.isInteger(i) || i < 0 || i > parent.length)
+      throw badRequest(`the server rejected our request due to an error in our request: index out of range at "${pointer}"`);
     parent.splice(i, replace ? 1 : 0, value);
   } else if (isObject(parent)) parent[key] = value;
   else throw badRequest(`the server rejected our request due to an error in our request: missing path "${pointer}"`);
@@ -68,15 +69,36 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
   for (const op of ops as Obj[]) {
     const path = String(op.path ?? "");
     switch (op.op) {
-      case "add": doc = add(doc, path, clone(op.value), false); break;
-      case "replace": get(doc, path); doc = add(doc, path, clone(op.value), true); break;
-      case "remove": remove(doc, path); break;
-      case "move": doc = add(doc, path, remove(doc, String(op.from)), false); break;
-      case "copy": doc = add(doc, path, clone(get(doc, String(op.from))), false); break;
-      case "test":
-        if (!deepEqual(get(doc, path), op.value)) throw new ApiError({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: `the server rejected our request due to an error in our request: testing value ${path} failed`, reason: "Invalid", code: 422 });
+      case "add":
+        doc = add(doc, path, clone(op.value), false);
         break;
-      default: throw badRequest(`the server rejected our request due to an error in our request: unexpected kind of operation "${String(op.op)}"`);
+      case "replace":
+        get(doc, path);
+        doc = add(doc, path, clone(op.value), true);
+        break;
+      case "remove":
+        remove(doc, path);
+        break;
+      case "move":
+        doc = add(doc, path, remove(doc, String(op.from)), false);
+        break;
+      case "copy":
+        doc = add(doc, path, clone(get(doc, String(op.from))), false);
+        break;
+      case "test":
+        if (!deepEqual(get(doc, path), op.value))
+          throw new ApiError({
+            kind: "Status",
+            apiVersion: "v1",
+            metadata: {},
+            status: "Failure",
+            message: `the server rejected our request due to an error in our request: testing value ${path} failed`,
+            reason: "Invalid",
+            code: 422,
+          });
+        break;
+      default:
+        throw badRequest(`the server rejected our request due to an error in our request: unexpected kind of operation "${String(op.op)}"`);
     }
   }
   return doc;

@@ -14,7 +14,13 @@ import { selectedName } from "./selectors.js";
 import { ApiError, badRequest, forbidden, forbiddenPath, injected, methodNotAllowed, pathNotFound, unauthorized, unsupportedMediaType } from "./status.js";
 import { parse as parseYaml } from "yaml";
 
-export interface PipelineDeps { ops: Ops; auth: Auth; counters: Counters; faults: FaultPlan; host: () => string }
+export interface PipelineDeps {
+  ops: Ops;
+  auth: Auth;
+  counters: Counters;
+  faults: FaultPlan;
+  host: () => string;
+}
 
 const MAX_BODY = 3 * 1024 * 1024; // the real server's request size limit
 
@@ -47,13 +53,24 @@ export interface KubeResponse {
 }
 
 async function readBody(req: KubeRequest, method: string): Promise<unknown> {
-  const type = String(req.headers["content-type"] ?? "application/json").split(";")[0]!.trim();
+  const type = String(req.headers["content-type"] ?? "application/json")
+    .split(";")[0]!
+    .trim();
   if (method !== "PATCH" && !bodyTypes.includes(type) && type !== PROTOBUF) throw unsupportedMediaType(type, ["application/json", "application/yaml"]);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const c of req) {
     size += c.length;
-    if (size > MAX_BODY) throw new ApiError({ kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Request entity too large: limit is 3145728", reason: "RequestEntityTooLarge", code: 413 });
+    if (size > MAX_BODY)
+      throw new ApiError({
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message: "Request entity too large: limit is 3145728",
+        reason: "RequestEntityTooLarge",
+        code: 413,
+      });
     chunks.push(c);
   }
   if (type === PROTOBUF) {
@@ -115,7 +132,12 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
     const ri = parseRequest(req.method ?? "GET", req.url ?? "/");
     const caller = deps.auth.authenticate(req.headers.authorization);
     if (!caller) throw unauthorized();
-    const facts = { verb: ri.verb, resource: ri.isResource ? resourceWithSub(ri) : ri.path, path: ri.path, resourceVersion: resourceVersionOption(ri.verb, ri.query) };
+    const facts = {
+      verb: ri.verb,
+      resource: ri.isResource ? resourceWithSub(ri) : ri.path,
+      path: ri.path,
+      resourceVersion: resourceVersionOption(ri.verb, ri.query),
+    };
     deps.counters.record(facts, caller.username);
     const delay = deps.faults.delayFor(facts);
     // A client that goes away meanwhile ends the request, as the real API server cancels it: no
@@ -142,7 +164,16 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
     if (err instanceof ApiError) send(res, err.code, err.status, err.headers);
     else {
       const message = `Internal error occurred: ${(err as Error)?.message ?? String(err)}`;
-      send(res, 500, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason: "InternalError", details: { causes: [{ message: String(err) }] }, code: 500 });
+      send(res, 500, {
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message,
+        reason: "InternalError",
+        details: { causes: [{ message: String(err) }] },
+        code: 500,
+      });
     }
   }
 }

@@ -52,9 +52,7 @@ export class Registry {
       byGroup.set(t.group, vs);
     }
     const rank = (g: string) => (builtinGroupOrder.includes(g) ? builtinGroupOrder.indexOf(g) : builtinGroupOrder.length);
-    return [...byGroup.entries()]
-      .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
-      .map(([name, versions]) => ({ name, versions }));
+    return [...byGroup.entries()].sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b)).map(([name, versions]) => ({ name, versions }));
   }
 
   inGroupVersion(group: string, version: string): ResourceType[] {

@@ -24,7 +24,10 @@ export function parseRequest(method: string, rawUrl: string): RequestInfo {
   const url = new URL(rawUrl, "http://kube-api.invalid");
   const path = url.pathname;
   const query = url.searchParams;
-  const parts = path.split("/").filter((p) => p !== "").map(decodeURIComponent);
+  const parts = path
+    .split("/")
+    .filter((p) => p !== "")
+    .map(decodeURIComponent);
   const base: RequestInfo = { method, path, query, isResource: false, verb: method.toLowerCase(), group: "", version: "", resource: "", extra: false };
 
   let rest: string[];
@@ -58,11 +61,20 @@ export function parseRequest(method: string, rawUrl: string): RequestInfo {
     case "HEAD":
       base.verb = isWatch || legacyWatch ? "watch" : base.name !== undefined ? "get" : "list";
       break;
-    case "POST": base.verb = "create"; break;
-    case "PUT": base.verb = "update"; break;
-    case "PATCH": base.verb = "patch"; break;
-    case "DELETE": base.verb = base.name !== undefined ? "delete" : "deletecollection"; break;
-    default: base.verb = method.toLowerCase();
+    case "POST":
+      base.verb = "create";
+      break;
+    case "PUT":
+      base.verb = "update";
+      break;
+    case "PATCH":
+      base.verb = "patch";
+      break;
+    case "DELETE":
+      base.verb = base.name !== undefined ? "delete" : "deletecollection";
+      break;
+    default:
+      base.verb = method.toLowerCase();
   }
   return base;
 }

@@ -10,7 +10,14 @@ import { builtinValidator } from "./builtin-validate.js";
 export type Verb = "get" | "list" | "watch" | "create" | "update" | "patch" | "delete";
 export const crudVerbs: Verb[] = ["create", "delete", "get", "list", "patch", "update", "watch"];
 
-export interface PrinterColumn { name: string; type: string; jsonPath: string; description?: string; priority?: number; format?: string }
+export interface PrinterColumn {
+  name: string;
+  type: string;
+  jsonPath: string;
+  description?: string;
+  priority?: number;
+  format?: string;
+}
 
 export interface ResourceType {
   group: string;
@@ -97,24 +104,117 @@ function csiDriverNormalize(obj: Record<string, unknown>): void {
 }
 
 const defs: Def[] = [
-  { gv: "v1", plural: "namespaces", kind: "Namespace", namespaced: false, shortNames: ["ns"], status: true, nameRule: "label", statusOnCreate: () => ({ phase: "Active" }) },
+  {
+    gv: "v1",
+    plural: "namespaces",
+    kind: "Namespace",
+    namespaced: false,
+    shortNames: ["ns"],
+    status: true,
+    nameRule: "label",
+    statusOnCreate: () => ({ phase: "Active" }),
+  },
   { gv: "v1", plural: "nodes", kind: "Node", namespaced: false, shortNames: ["no"], status: true },
-  { gv: "v1", plural: "pods", kind: "Pod", namespaced: true, shortNames: ["po"], categories: ["all"], status: true, statusOnCreate: () => ({ phase: "Pending" }), returnDeletedObject: true },
-  { gv: "v1", plural: "persistentvolumes", kind: "PersistentVolume", namespaced: false, shortNames: ["pv"], status: true, statusOnCreate: () => ({ phase: "Pending" }), returnDeletedObject: true },
+  {
+    gv: "v1",
+    plural: "pods",
+    kind: "Pod",
+    namespaced: true,
+    shortNames: ["po"],
+    categories: ["all"],
+    status: true,
+    statusOnCreate: () => ({ phase: "Pending" }),
+    returnDeletedObject: true,
+  },
+  {
+    gv: "v1",
+    plural: "persistentvolumes",
+    kind: "PersistentVolume",
+    namespaced: false,
+    shortNames: ["pv"],
+    status: true,
+    statusOnCreate: () => ({ phase: "Pending" }),
+    returnDeletedObject: true,
+  },
   { gv: "v1", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, shortNames: ["sa"] },
   { gv: "v1", plural: "secrets", kind: "Secret", namespaced: true, normalize: secretNormalize },
   { gv: "v1", plural: "events", kind: "Event", namespaced: true, shortNames: ["ev"], nameRule: "any" },
-  { gv: "apps/v1", plural: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: ["ds"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }) },
-  { gv: "apps/v1", plural: "deployments", kind: "Deployment", namespaced: true, shortNames: ["deploy"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({}) },
-  { gv: "apps/v1", plural: "replicasets", kind: "ReplicaSet", namespaced: true, shortNames: ["rs"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ replicas: 0 }) },
-  { gv: "apps/v1", plural: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: ["sts"], categories: ["all"], status: true, generation: true, statusOnCreate: () => ({ replicas: 0, availableReplicas: 0 }) },
+  {
+    gv: "apps/v1",
+    plural: "daemonsets",
+    kind: "DaemonSet",
+    namespaced: true,
+    shortNames: ["ds"],
+    categories: ["all"],
+    status: true,
+    generation: true,
+    statusOnCreate: () => ({ currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }),
+  },
+  {
+    gv: "apps/v1",
+    plural: "deployments",
+    kind: "Deployment",
+    namespaced: true,
+    shortNames: ["deploy"],
+    categories: ["all"],
+    status: true,
+    generation: true,
+    statusOnCreate: () => ({}),
+  },
+  {
+    gv: "apps/v1",
+    plural: "replicasets",
+    kind: "ReplicaSet",
+    namespaced: true,
+    shortNames: ["rs"],
+    categories: ["all"],
+    status: true,
+    generation: true,
+    statusOnCreate: () => ({ replicas: 0 }),
+  },
+  {
+    gv: "apps/v1",
+    plural: "statefulsets",
+    kind: "StatefulSet",
+    namespaced: true,
+    shortNames: ["sts"],
+    categories: ["all"],
+    status: true,
+    generation: true,
+    statusOnCreate: () => ({ replicas: 0, availableReplicas: 0 }),
+  },
   { gv: "storage.k8s.io/v1", plural: "csidrivers", kind: "CSIDriver", namespaced: false, normalize: csiDriverNormalize },
   { gv: "storage.k8s.io/v1", plural: "volumeattachments", kind: "VolumeAttachment", namespaced: false, status: true, statusOnCreate: () => undefined },
   { gv: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true },
-  { gv: "apiextensions.k8s.io/v1", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, shortNames: ["crd", "crds"], categories: ["api-extensions"], status: true, generation: true },
+  {
+    gv: "apiextensions.k8s.io/v1",
+    plural: "customresourcedefinitions",
+    kind: "CustomResourceDefinition",
+    namespaced: false,
+    shortNames: ["crd", "crds"],
+    categories: ["api-extensions"],
+    status: true,
+    generation: true,
+  },
   { gv: "authentication.k8s.io/v1", plural: "tokenreviews", kind: "TokenReview", namespaced: false, verbs: ["create"], virtual: true, nameRule: "any" },
-  { gv: "authorization.k8s.io/v1", plural: "subjectaccessreviews", kind: "SubjectAccessReview", namespaced: false, verbs: ["create"], virtual: true, nameRule: "any" },
-  { gv: "authorization.k8s.io/v1", plural: "selfsubjectaccessreviews", kind: "SelfSubjectAccessReview", namespaced: false, verbs: ["create"], virtual: true, nameRule: "any" },
+  {
+    gv: "authorization.k8s.io/v1",
+    plural: "subjectaccessreviews",
+    kind: "SubjectAccessReview",
+    namespaced: false,
+    verbs: ["create"],
+    virtual: true,
+    nameRule: "any",
+  },
+  {
+    gv: "authorization.k8s.io/v1",
+    plural: "selfsubjectaccessreviews",
+    kind: "SelfSubjectAccessReview",
+    namespaced: false,
+    verbs: ["create"],
+    virtual: true,
+    nameRule: "any",
+  },
 ];
 
 export function builtinTypes(): ResourceType[] {

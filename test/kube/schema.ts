@@ -44,7 +44,8 @@ export interface Schema {
 
 const SUPPORTED_RULE = "self==oldSelf";
 const normRule = (r: string) => r.replace(/\s+/g, "");
-const typeName = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "number" ? (Number.isInteger(v) ? "integer" : "number") : typeof v);
+const typeName = (v: unknown) =>
+  v === null ? "null" : Array.isArray(v) ? "array" : typeof v === "number" ? (Number.isInteger(v) ? "integer" : "number") : typeof v;
 const child = (path: string, key: string) => (path ? `${path}.${key}` : key);
 const objectLike = (s: Schema) => s.type === "object" || (s.type === undefined && (s.properties !== undefined || s.additionalProperties !== undefined));
 
@@ -101,14 +102,22 @@ function typeOk(v: unknown, s: Schema): boolean {
   if (s["x-kubernetes-int-or-string"]) return (typeof v === "number" && Number.isInteger(v)) || typeof v === "string";
   if (v === null) return s.nullable === true;
   switch (s.type) {
-    case undefined: return true;
-    case "object": return isObject(v);
-    case "array": return Array.isArray(v);
-    case "string": return typeof v === "string";
-    case "boolean": return typeof v === "boolean";
-    case "integer": return typeof v === "number" && Number.isInteger(v);
-    case "number": return typeof v === "number";
-    default: return false;
+    case undefined:
+      return true;
+    case "object":
+      return isObject(v);
+    case "array":
+      return Array.isArray(v);
+    case "string":
+      return typeof v === "string";
+    case "boolean":
+      return typeof v === "boolean";
+    case "integer":
+      return typeof v === "number" && Number.isInteger(v);
+    case "number":
+      return typeof v === "number";
+    default:
+      return false;
   }
 }
 
@@ -118,13 +127,16 @@ function scalarChecks(v: unknown, s: Schema, path: string, errs: FieldError[]): 
     errs.push({ type: "FieldValueNotSupported", field: path, badValue: v, detail: `supported values: ${s.enum.map((e) => JSON.stringify(e)).join(", ")}` });
   if (typeof v === "string") {
     if (s.minLength !== undefined && [...v].length < s.minLength) bad(`should be at least ${s.minLength} chars long`);
-    if (s.maxLength !== undefined && [...v].length > s.maxLength) errs.push({ type: "FieldValueTooLong", field: path, detail: `may not be more than ${s.maxLength} bytes` });
+    if (s.maxLength !== undefined && [...v].length > s.maxLength)
+      errs.push({ type: "FieldValueTooLong", field: path, detail: `may not be more than ${s.maxLength} bytes` });
     if (s.pattern !== undefined && !new RegExp(s.pattern, "u").test(v)) bad(`should match '${s.pattern}'`);
     if (s.format === "date-time" && Number.isNaN(Date.parse(v))) bad("must be of type date-time");
   }
   if (typeof v === "number") {
-    if (s.minimum !== undefined && (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum)) bad(`should be greater than ${s.exclusiveMinimum ? "" : "or equal to "}${s.minimum}`);
-    if (s.maximum !== undefined && (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum)) bad(`should be less than ${s.exclusiveMaximum ? "" : "or equal to "}${s.maximum}`);
+    if (s.minimum !== undefined && (s.exclusiveMinimum ? v <= s.minimum : v < s.minimum))
+      bad(`should be greater than ${s.exclusiveMinimum ? "" : "or equal to "}${s.minimum}`);
+    if (s.maximum !== undefined && (s.exclusiveMaximum ? v >= s.maximum : v > s.maximum))
+      bad(`should be less than ${s.exclusiveMaximum ? "" : "or equal to "}${s.maximum}`);
     if (s.multipleOf !== undefined && v % s.multipleOf !== 0) bad(`should be a multiple of ${s.multipleOf}`);
   }
 }
@@ -138,8 +150,10 @@ function oldItem(item: unknown, old: Old, s: Schema): Old {
 }
 
 function arrayChecks(v: unknown[], s: Schema, path: string, old: Old, errs: FieldError[]): void {
-  if (s.minItems !== undefined && v.length < s.minItems) errs.push({ type: "FieldValueInvalid", field: path, badValue: v.length, detail: `${path} in body should have at least ${s.minItems} items` });
-  if (s.maxItems !== undefined && v.length > s.maxItems) errs.push({ type: "FieldValueTooMany", field: path, badValue: v.length, detail: `must have at most ${s.maxItems} items` });
+  if (s.minItems !== undefined && v.length < s.minItems)
+    errs.push({ type: "FieldValueInvalid", field: path, badValue: v.length, detail: `${path} in body should have at least ${s.minItems} items` });
+  if (s.maxItems !== undefined && v.length > s.maxItems)
+    errs.push({ type: "FieldValueTooMany", field: path, badValue: v.length, detail: `must have at most ${s.maxItems} items` });
   const listType = s["x-kubernetes-list-type"];
   const keys = s["x-kubernetes-list-map-keys"] ?? [];
   const identity = (x: unknown) => (listType === "map" && isObject(x) ? JSON.stringify(keys.map((k) => x[k])) : JSON.stringify(x));
@@ -157,8 +171,10 @@ function arrayChecks(v: unknown[], s: Schema, path: string, old: Old, errs: Fiel
 function objectChecks(v: Obj, s: Schema, path: string, old: Old, errs: FieldError[], root: boolean): void {
   for (const r of s.required ?? []) if (v[r] === undefined) errs.push({ type: "FieldValueRequired", field: child(path, r) });
   const n = Object.keys(v).length;
-  if (s.minProperties !== undefined && n < s.minProperties) errs.push({ type: "FieldValueInvalid", field: path, badValue: n, detail: `${path} in body should have at least ${s.minProperties} properties` });
-  if (s.maxProperties !== undefined && n > s.maxProperties) errs.push({ type: "FieldValueTooMany", field: path, badValue: n, detail: `must have at most ${s.maxProperties} items` });
+  if (s.minProperties !== undefined && n < s.minProperties)
+    errs.push({ type: "FieldValueInvalid", field: path, badValue: n, detail: `${path} in body should have at least ${s.minProperties} properties` });
+  if (s.maxProperties !== undefined && n > s.maxProperties)
+    errs.push({ type: "FieldValueTooMany", field: path, badValue: n, detail: `must have at most ${s.maxProperties} items` });
   for (const [key, val] of Object.entries(v)) {
     if (root && key === "metadata") continue; // ObjectMeta is validated by meta.ts, as the real server does.
     const cs = childSchema(s, key);
@@ -215,11 +231,42 @@ export function validateWithSchema(obj: Obj, s: Schema, old?: Obj): FieldError[]
 // ---- CRD-time checks: refuse what this engine would not enforce ----
 
 const knownKeys = new Set([
-  "type", "properties", "required", "items", "additionalProperties", "enum", "nullable", "default", "format", "pattern",
-  "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems",
-  "maxItems", "uniqueItems", "minProperties", "maxProperties", "allOf", "anyOf", "oneOf", "not", "description", "title",
-  "example", "externalDocs", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string",
-  "x-kubernetes-embedded-resource", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
+  "type",
+  "properties",
+  "required",
+  "items",
+  "additionalProperties",
+  "enum",
+  "nullable",
+  "default",
+  "format",
+  "pattern",
+  "minLength",
+  "maxLength",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "minProperties",
+  "maxProperties",
+  "allOf",
+  "anyOf",
+  "oneOf",
+  "not",
+  "description",
+  "title",
+  "example",
+  "externalDocs",
+  "x-kubernetes-preserve-unknown-fields",
+  "x-kubernetes-int-or-string",
+  "x-kubernetes-embedded-resource",
+  "x-kubernetes-list-type",
+  "x-kubernetes-list-map-keys",
+  "x-kubernetes-map-type",
   "x-kubernetes-validations",
 ]);
 const types = ["object", "array", "string", "integer", "number", "boolean"];
@@ -229,10 +276,12 @@ export function checkSchema(s: Schema, path: string, nested = false): FieldError
   const errs: FieldError[] = [];
   const at = (k: string) => `${path}.${k}`;
   for (const k of Object.keys(s))
-    if (!knownKeys.has(k) && s[k] !== undefined) errs.push({ type: "FieldValueForbidden", field: at(k), detail: `${k} is not supported by this in-memory API server` });
+    if (!knownKeys.has(k) && s[k] !== undefined)
+      errs.push({ type: "FieldValueForbidden", field: at(k), detail: `${k} is not supported by this in-memory API server` });
   const open = s["x-kubernetes-int-or-string"] || s["x-kubernetes-preserve-unknown-fields"];
   if (!s.type && !open && !nested) errs.push({ type: "FieldValueRequired", field: at("type"), detail: "must not be empty for specified object fields" });
-  if (s.type && !types.includes(s.type)) errs.push({ type: "FieldValueNotSupported", field: at("type"), badValue: s.type, detail: `supported values: ${types.map((t) => `"${t}"`).join(", ")}` });
+  if (s.type && !types.includes(s.type))
+    errs.push({ type: "FieldValueNotSupported", field: at("type"), badValue: s.type, detail: `supported values: ${types.map((t) => `"${t}"`).join(", ")}` });
   if (s.type === "array" && !s.items && !nested) errs.push({ type: "FieldValueRequired", field: at("items"), detail: "must be specified" });
   if (s.properties && isObject(s.additionalProperties))
     errs.push({ type: "FieldValueForbidden", field: at("additionalProperties"), detail: "additionalProperties and properties are mutual exclusive" });
@@ -241,8 +290,13 @@ export function checkSchema(s: Schema, path: string, nested = false): FieldError
   (s["x-kubernetes-validations"] ?? []).forEach((r, i) => {
     const p = `${at("x-kubernetes-validations")}[${i}]`;
     if (normRule(r.rule ?? "") !== SUPPORTED_RULE)
-      errs.push({ type: "FieldValueForbidden", field: `${p}.rule`, detail: `this in-memory API server implements only the CEL rule "self == oldSelf"; refusing "${r.rule}" rather than not enforcing it` });
-    if (r.messageExpression) errs.push({ type: "FieldValueForbidden", field: `${p}.messageExpression`, detail: "messageExpression is not supported by this in-memory API server" });
+      errs.push({
+        type: "FieldValueForbidden",
+        field: `${p}.rule`,
+        detail: `this in-memory API server implements only the CEL rule "self == oldSelf"; refusing "${r.rule}" rather than not enforcing it`,
+      });
+    if (r.messageExpression)
+      errs.push({ type: "FieldValueForbidden", field: `${p}.messageExpression`, detail: "messageExpression is not supported by this in-memory API server" });
   });
   for (const [k, ps] of Object.entries(s.properties ?? {})) errs.push(...checkSchema(ps, `${path}.properties[${k}]`, nested));
   if (s.items) errs.push(...checkSchema(s.items, at("items"), nested));

@@ -21,5 +21,8 @@ export function readManifests(file: string | URL): Obj[] {
 const rank = (o: Obj) => (o.kind === "CustomResourceDefinition" ? 0 : o.kind === "Namespace" && o.apiVersion === "v1" ? 1 : 2);
 
 export function seedOrder(objs: Obj[]): Obj[] {
-  return objs.map((o, i) => ({ o, i })).sort((a, b) => rank(a.o) - rank(b.o) || a.i - b.i).map(({ o }) => o);
+  return objs
+    .map((o, i) => ({ o, i }))
+    .sort((a, b) => rank(a.o) - rank(b.o) || a.i - b.i)
+    .map(({ o }) => o);
 }

@@ -9,7 +9,19 @@ export type Predicate = (obj: Obj) => boolean;
 const extraFields: Record<string, string[]> = {
   "/pods": ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "status.phase", "status.podIP", "status.nominatedNodeName"],
   "/secrets": ["type"],
-  "/events": ["involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"],
+  "/events": [
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+  ],
   "/namespaces": ["status.phase"],
   "/nodes": ["spec.unschedulable"],
   "storage.k8s.io/volumeattachments": [],
@@ -21,7 +33,11 @@ function getPath(obj: Obj, path: string): string {
   return cur === undefined || cur === null ? "" : String(cur);
 }
 
-interface Req { key: string; op: "=" | "!=" | "in" | "notin" | "exists" | "!exists"; values: string[] }
+interface Req {
+  key: string;
+  op: "=" | "!=" | "in" | "notin" | "exists" | "!exists";
+  values: string[];
+}
 
 /** Splits at commas that are not inside parentheses ("a in (x,y),b=c"). */
 function splitTop(s: string): string[] {
@@ -52,12 +68,18 @@ function parseLabelReq(part: string): Req {
 
 function matches(req: Req, has: boolean, value: string): boolean {
   switch (req.op) {
-    case "=": return has && value === req.values[0];
-    case "!=": return !has || value !== req.values[0];
-    case "in": return has && req.values.includes(value);
-    case "notin": return !has || !req.values.includes(value);
-    case "exists": return has;
-    case "!exists": return !has;
+    case "=":
+      return has && value === req.values[0];
+    case "!=":
+      return !has || value !== req.values[0];
+    case "in":
+      return has && req.values.includes(value);
+    case "notin":
+      return !has || !req.values.includes(value);
+    case "exists":
+      return has;
+    case "!exists":
+      return !has;
   }
 }
 

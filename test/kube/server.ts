@@ -52,9 +52,29 @@ export interface KubeApi {
   connectionsAccepted(): number;
   /** TCP connections open now. */
   connectionsOpen(): number;
-  counters: Pick<Counters, "withResourceVersion"> & { get(verb: string, resource: string): number; total(filter?: { verb?: string; resource?: string }): number; reset(): void; snapshot(): Record<string, number>; byUser(): Record<string, Record<string, number>> };
-  faults: { failNext(n: number, status: 500 | 503 | 429, match?: Match): void; latency(ms: number, match?: Match): void; clear(): void; dropWatches(): void; down(): Promise<void>; up(): Promise<void> };
-  auth: { addToken(token: string, user: TokenUser): void; allow(username: string, rule: Rule): void; clearRules(username?: string): void; setRequireRbac(on: boolean): void; setMaxTokenExpiration(seconds: number | undefined): void; tokensOf(username: string): { token: string; audiences: string[] }[] };
+  counters: Pick<Counters, "withResourceVersion"> & {
+    get(verb: string, resource: string): number;
+    total(filter?: { verb?: string; resource?: string }): number;
+    reset(): void;
+    snapshot(): Record<string, number>;
+    byUser(): Record<string, Record<string, number>>;
+  };
+  faults: {
+    failNext(n: number, status: 500 | 503 | 429, match?: Match): void;
+    latency(ms: number, match?: Match): void;
+    clear(): void;
+    dropWatches(): void;
+    down(): Promise<void>;
+    up(): Promise<void>;
+  };
+  auth: {
+    addToken(token: string, user: TokenUser): void;
+    allow(username: string, rule: Rule): void;
+    clearRules(username?: string): void;
+    setRequireRbac(on: boolean): void;
+    setMaxTokenExpiration(seconds: number | undefined): void;
+    tokensOf(username: string): { token: string; audiences: string[] }[];
+  };
 }
 
 /** Namespaces every cluster has. */

@@ -2,7 +2,11 @@
 // k8s.io/apimachinery/pkg/api/errors, because clients (and our tests) parse `reason`, `code`
 // and `details` exactly; a harness that answered differently would let wrong client code pass.
 
-export interface StatusCause { reason?: string; message?: string; field?: string }
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
 export interface StatusDetails {
   name?: string;
   group?: string;
@@ -23,15 +27,24 @@ export interface Status {
 }
 
 /** What a resource is called in messages: plural plus group, as schema.GroupResource prints it. */
-export interface GroupResource { group: string; resource: string }
+export interface GroupResource {
+  group: string;
+  resource: string;
+}
 /** What a kind is called in Invalid messages: Kind plus group, as schema.GroupKind prints it. */
-export interface GroupKind { group: string; kind: string }
+export interface GroupKind {
+  group: string;
+  kind: string;
+}
 
 const qualified = (name: string, group: string) => (group ? `${name}.${group}` : name);
 
 /** An HTTP answer that is a Status object. Handlers throw it; the server writes it. */
 export class ApiError extends Error {
-  constructor(readonly status: Status, readonly headers: Record<string, string> = {}) {
+  constructor(
+    readonly status: Status,
+    readonly headers: Record<string, string> = {},
+  ) {
     super(status.message ?? status.reason ?? String(status.code));
   }
   get code(): number {
@@ -57,8 +70,7 @@ export const notFound = (gr: GroupResource, name: string) =>
   failure(404, "NotFound", `${qualified(gr.resource, gr.group)} "${name}" not found`, grDetails(gr, name));
 
 /** The answer for a path the server has no handler for (unknown group, version or resource). */
-export const pathNotFound = () =>
-  failure(404, "NotFound", "the server could not find the requested resource", {});
+export const pathNotFound = () => failure(404, "NotFound", "the server could not find the requested resource", {});
 
 export const alreadyExists = (gr: GroupResource, name: string) =>
   failure(409, "AlreadyExists", `${qualified(gr.resource, gr.group)} "${name}" already exists`, grDetails(gr, name));
@@ -107,7 +119,12 @@ export type FieldErrorType =
   | "FieldValueTooLong"
   | "FieldValueTooMany";
 
-export interface FieldError { type: FieldErrorType; field: string; badValue?: unknown; detail?: string }
+export interface FieldError {
+  type: FieldErrorType;
+  field: string;
+  badValue?: unknown;
+  detail?: string;
+}
 
 const typeWords: Record<FieldErrorType, string> = {
   FieldValueRequired: "Required value",

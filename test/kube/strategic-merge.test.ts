@@ -9,7 +9,16 @@ import { strategicMerge } from "./strategic-merge.js";
 
 const pod = {
   containers: [
-    { name: "driver", image: "d:1", args: ["--a", "--b"], env: [{ name: "X", value: "1" }, { name: "Y", value: "2" }], volumeMounts: [{ name: "s", mountPath: "/csi" }] },
+    {
+      name: "driver",
+      image: "d:1",
+      args: ["--a", "--b"],
+      env: [
+        { name: "X", value: "1" },
+        { name: "Y", value: "2" },
+      ],
+      volumeMounts: [{ name: "s", mountPath: "/csi" }],
+    },
     { name: "registrar", image: "r:1" },
   ],
   volumes: [{ name: "s", emptyDir: {} }],
@@ -24,20 +33,39 @@ test("containers merge by name: an existing one is patched in place, a new one g
     ],
     volumes: [{ name: "t", emptyDir: {} }],
   }) as typeof pod;
-  assert.deepEqual(out.containers.map((c) => c.name), ["driver", "registrar", "sidecar"]);
+  assert.deepEqual(
+    out.containers.map((c) => c.name),
+    ["driver", "registrar", "sidecar"],
+  );
   const driver = out.containers[0]!;
   assert.equal(driver.image, "d:1");
   assert.deepEqual(driver.args, ["--a", "--b"]);
-  assert.deepEqual(driver.env, [{ name: "X", value: "1" }, { name: "Y", value: "3" }]);
-  assert.deepEqual(driver.volumeMounts, [{ name: "s", mountPath: "/csi" }, { name: "t", mountPath: "/run/t" }]);
-  assert.deepEqual(out.volumes.map((v) => v.name), ["s", "t"]);
+  assert.deepEqual(driver.env, [
+    { name: "X", value: "1" },
+    { name: "Y", value: "3" },
+  ]);
+  assert.deepEqual(driver.volumeMounts, [
+    { name: "s", mountPath: "/csi" },
+    { name: "t", mountPath: "/run/t" },
+  ]);
+  assert.deepEqual(
+    out.volumes.map((v) => v.name),
+    ["s", "t"],
+  );
   assert.deepEqual(out.tolerations, pod.tolerations);
-  assert.deepEqual(pod.containers.map((c) => c.name), ["driver", "registrar"], "the input is not modified");
+  assert.deepEqual(
+    pod.containers.map((c) => c.name),
+    ["driver", "registrar"],
+    "the input is not modified",
+  );
 });
 
 test("a new item listed before an existing one lands after the server's items (normalizeElementOrder)", () => {
   const out = strategicMerge(pod, { containers: [{ name: "sidecar" }, { name: "driver", image: "d:2" }] }) as typeof pod;
-  assert.deepEqual(out.containers.map((c) => `${c.name}:${c.image ?? ""}`), ["registrar:r:1", "sidecar:", "driver:d:2"]);
+  assert.deepEqual(
+    out.containers.map((c) => `${c.name}:${c.image ?? ""}`),
+    ["registrar:r:1", "sidecar:", "driver:d:2"],
+  );
 });
 
 test("a list without a merge key (args, tolerations) is replaced whole", () => {
@@ -47,8 +75,15 @@ test("a list without a merge key (args, tolerations) is replaced whole", () => {
 });
 
 test("$patch: delete removes an item, $patch: replace replaces a list or a map, null removes a field", () => {
-  const out = strategicMerge(pod, { containers: [{ name: "registrar", $patch: "delete" }], volumes: [{ $patch: "replace" }, { name: "u", emptyDir: {} }], tolerations: null }) as typeof pod;
-  assert.deepEqual(out.containers.map((c) => c.name), ["driver"]);
+  const out = strategicMerge(pod, {
+    containers: [{ name: "registrar", $patch: "delete" }],
+    volumes: [{ $patch: "replace" }, { name: "u", emptyDir: {} }],
+    tolerations: null,
+  }) as typeof pod;
+  assert.deepEqual(
+    out.containers.map((c) => c.name),
+    ["driver"],
+  );
   assert.deepEqual(out.volumes, [{ name: "u", emptyDir: {} }]);
   assert.equal("tolerations" in out, false);
   const replaced = strategicMerge({ a: { b: 1, c: 2 } }, { a: { $patch: "replace", b: 3 } });
@@ -56,6 +91,9 @@ test("$patch: delete removes an item, $patch: replace replaces a list or a map, 
 });
 
 test("an item without its merge key is refused (400)", () => {
-  assert.throws(() => strategicMerge(pod, { containers: [{ image: "x" }] }), (e: unknown) => e instanceof ApiError && /does not contain declared merge key: name/.test(e.message));
+  assert.throws(
+    () => strategicMerge(pod, { containers: [{ image: "x" }] }),
+    (e: unknown) => e instanceof ApiError && /does not contain declared merge key: name/.test(e.message),
+  );
   assert.throws(() => strategicMerge(pod, { containers: [{ name: "driver", volumeMounts: [{ name: "s" }] }] }), /mountPath/);
 });

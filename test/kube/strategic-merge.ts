@@ -34,7 +34,8 @@ const keyOf = (field: string, item: Obj): string | undefined => {
 export function strategicMerge(target: unknown, patch: unknown): unknown {
   if (!isObject(patch)) return clone(patch);
   if (patch.$patch === "replace") return withoutDirectives(patch);
-  if (patch.$patch !== undefined) throw badRequest(`the server rejected our request due to an error in our request: unknown patch type: ${String(patch.$patch)} in map`);
+  if (patch.$patch !== undefined)
+    throw badRequest(`the server rejected our request due to an error in our request: unknown patch type: ${String(patch.$patch)} in map`);
   const out: Obj = isObject(target) ? { ...target } : {};
   for (const [k, v] of Object.entries(patch)) {
     if (k.startsWith("$")) continue;
@@ -51,7 +52,10 @@ function mergeList(field: string, original: unknown[], patch: unknown[]): unknow
   const key = (item: unknown) => (isObject(item) ? keyOf(field, item) : undefined);
   const same = (a: unknown, b: unknown) => isObject(a) && isObject(b) && key(b) !== undefined && a[key(b)!] === b[key(b)!];
   for (const p of patch) {
-    if (!isObject(p) || key(p) === undefined || p[key(p)!] === undefined) throw badRequest(`the server rejected our request due to an error in our request: map: ${JSON.stringify(p)} does not contain declared merge key: ${key(p) ?? "name"}`);
+    if (!isObject(p) || key(p) === undefined || p[key(p)!] === undefined)
+      throw badRequest(
+        `the server rejected our request due to an error in our request: map: ${JSON.stringify(p)} does not contain declared merge key: ${key(p) ?? "name"}`,
+      );
   }
   let merged = clone(original);
   const patched: unknown[] = [];
@@ -84,5 +88,9 @@ function mergeList(field: string, original: unknown[], patch: unknown[]): unknow
 function withoutDirectives(p: unknown): unknown {
   if (Array.isArray(p)) return p.map(withoutDirectives);
   if (!isObject(p)) return p;
-  return Object.fromEntries(Object.entries(p).filter(([k]) => !k.startsWith("$")).map(([k, v]) => [k, withoutDirectives(v)]));
+  return Object.fromEntries(
+    Object.entries(p)
+      .filter(([k]) => !k.startsWith("$"))
+      .map(([k, v]) => [k, withoutDirectives(v)]),
+  );
 }

@@ -27,7 +27,11 @@ function humanAge(ts: unknown): string {
 /** A small JSONPath: ".a.b", ".a[0].b" (what printer columns use in practice). */
 function pick(obj: Obj, path: string): unknown {
   let cur: unknown = obj;
-  for (const seg of path.replace(/^\{?\.?/, "").replace(/\}$/, "").split(/\.|(?=\[)/).filter(Boolean)) {
+  for (const seg of path
+    .replace(/^\{?\.?/, "")
+    .replace(/\}$/, "")
+    .split(/\.|(?=\[)/)
+    .filter(Boolean)) {
     const idx = /^\[(\d+)\]$/.exec(seg);
     if (idx) cur = Array.isArray(cur) ? cur[Number(idx[1])] : undefined;
     else cur = isObject(cur) ? cur[seg] : undefined;
@@ -48,7 +52,10 @@ export function asTable(t: ResourceType, items: Obj[], listMeta: Obj): Obj {
     kind: "Table",
     apiVersion: "meta.k8s.io/v1",
     metadata: { resourceVersion: listMeta.resourceVersion, ...(listMeta.continue ? { continue: listMeta.continue } : {}) },
-    columnDefinitions: [nameColumn, ...custom.map((c) => ({ name: c.name, type: c.type, format: c.format ?? "", description: c.description ?? "", priority: c.priority ?? 0 }))],
+    columnDefinitions: [
+      nameColumn,
+      ...custom.map((c) => ({ name: c.name, type: c.type, format: c.format ?? "", description: c.description ?? "", priority: c.priority ?? 0 })),
+    ],
     rows: items.map((o) => ({
       cells: [(o.metadata as Obj).name, ...custom.map((c) => cell(c, o))],
       object: { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: o.metadata },

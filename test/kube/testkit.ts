@@ -81,14 +81,22 @@ export function csiNode(name: string, namespace = "default", driver: Record<stri
 /** CustomObjectsApi arguments for one CSIAddonsNode. */
 export const cn = (name: string, namespace = "default") => ({ group: G, version: V, plural: P, namespace, name });
 
-export interface WatchEvent { type: string; object: any }
+export interface WatchEvent {
+  type: string;
+  object: any;
+}
 
 /** Starts a client-node Watch and records its events; `ended` resolves when the stream ends. */
 export async function recordWatch(w: Watch, path: string, query: Record<string, string | number | boolean | undefined> = {}) {
   const events: WatchEvent[] = [];
   let resolveEnded!: (err: unknown) => void;
   const ended = new Promise<unknown>((r) => (resolveEnded = r));
-  const controller = await w.watch(path, query, (type, object) => events.push({ type, object }), (err) => resolveEnded(err));
+  const controller = await w.watch(
+    path,
+    query,
+    (type, object) => events.push({ type, object }),
+    (err) => resolveEnded(err),
+  );
   return { events, ended, abort: () => controller.abort() };
 }
 

@@ -11,7 +11,13 @@ export async function selfSignedCert(): Promise<{ key: string; cert: string; caD
       { name: "basicConstraints", cA: true },
       { name: "keyUsage", digitalSignature: true, keyCertSign: true },
       { name: "extKeyUsage", serverAuth: true },
-      { name: "subjectAltName", altNames: [{ type: 2, value: "localhost" }, { type: 7, ip: "127.0.0.1" }] },
+      {
+        name: "subjectAltName",
+        altNames: [
+          { type: 2, value: "localhost" },
+          { type: 7, ip: "127.0.0.1" },
+        ],
+      },
     ],
   });
   return { key: pems.private, cert: pems.cert, caData: Buffer.from(pems.cert).toString("base64") };

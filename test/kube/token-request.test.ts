@@ -20,7 +20,11 @@ kubeSuite({ requireRbac: true, seed: [{ apiVersion: "v1", kind: "Namespace", met
 
 const request = (c: Clients, name: string, spec: { audiences?: string[]; expirationSeconds?: number }) =>
   c.core
-    .createNamespacedServiceAccountToken({ namespace: "csi", name, body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: spec as never } })
+    .createNamespacedServiceAccountToken({
+      namespace: "csi",
+      name,
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: spec as never },
+    })
     .then((r) => ({ spec: r.spec, status: r.status! }));
 const review = (token: string, audiences?: string[]) =>
   admin.authn.createTokenReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences } } });
@@ -87,7 +91,13 @@ describe("TokenRequest", () => {
     const own = await request(admin, "healer", {});
     const healer = clients(api.writeKubeconfig(own.status.token));
     assert.equal((await failure(request(healer, "healer", { audiences: ["x"] }))).code, 403);
-    api.auth.allow("system:serviceaccount:csi:healer", { verbs: ["create"], apiGroups: [""], resources: ["serviceaccounts/token"], resourceNames: ["healer"], namespace: "csi" });
+    api.auth.allow("system:serviceaccount:csi:healer", {
+      verbs: ["create"],
+      apiGroups: [""],
+      resources: ["serviceaccounts/token"],
+      resourceNames: ["healer"],
+      namespace: "csi",
+    });
     try {
       assert.ok((await request(healer, "healer", { audiences: ["x"] })).status.token);
       const f = await failure(request(healer, "other", { audiences: ["x"] }));
@@ -100,7 +110,9 @@ describe("TokenRequest", () => {
 
   test("RBAC on subresources: a resource never covers its subresources; x/* and */sub do", async () => {
     const sar = (attrs: Record<string, string>) =>
-      admin.authz.createSubjectAccessReview({ body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: "u", resourceAttributes: attrs } } });
+      admin.authz.createSubjectAccessReview({
+        body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: { user: "u", resourceAttributes: attrs } },
+      });
     const heal = { namespace: "csi", verb: "call", group: G, resource: P, subresource: "heal", name: "n1" };
     api.auth.allow("u", { verbs: ["call"], apiGroups: [G], resources: [P] });
     assert.equal((await sar(heal)).status?.allowed, false);

@@ -24,7 +24,8 @@ export function issueToken(ops: Ops, auth: Auth, saType: ResourceType, namespace
   else if (seconds < 600) errs.push(invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes"));
   else if (seconds > 2 ** 32) errs.push(invalid("spec.expirationSeconds", seconds, "may not specify a duration larger than 2^32 seconds"));
   const asked = spec.audiences ?? [];
-  if (!Array.isArray(asked) || asked.some((a) => typeof a !== "string" || a === "")) errs.push(invalid("spec.audiences", asked, "must be a list of non-empty strings"));
+  if (!Array.isArray(asked) || asked.some((a) => typeof a !== "string" || a === ""))
+    errs.push(invalid("spec.audiences", asked, "must be a list of non-empty strings"));
   if (errs.length > 0) throw invalidObject({ group: tokenRequestType.group, kind: tokenRequestType.kind }, name, errs);
 
   const sa = ops.get(saType, namespace, name); // 404 for a missing ServiceAccount, as the real server answers

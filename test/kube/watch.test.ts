@@ -21,7 +21,8 @@ const create = (name: string, labels?: Record<string, string>) => {
 };
 const label = (name: string, labels: Record<string, string | null>) =>
   c.custom.patchNamespacedCustomObject({ ...cn(name), body: { metadata: { labels } } }, mergePatch) as Promise<any>;
-const listRv = async () => ((await c.custom.listNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default" })) as any).metadata.resourceVersion as string;
+const listRv = async () =>
+  ((await c.custom.listNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default" })) as any).metadata.resourceVersion as string;
 const summary = (events: { type: string; object: any }[]) => events.map((e) => `${e.type} ${e.object.metadata?.name}`);
 
 describe("watch", () => {
@@ -73,8 +74,13 @@ describe("watch", () => {
     assert.equal(w.events.length, 1);
     assert.equal(w.events[0]!.type, "ERROR");
     assert.deepEqual(w.events[0]!.object, {
-      kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure",
-      message: w.events[0]!.object.message, reason: "Expired", code: 410,
+      kind: "Status",
+      apiVersion: "v1",
+      metadata: {},
+      status: "Failure",
+      message: w.events[0]!.object.message,
+      reason: "Expired",
+      code: 410,
     });
     assert.match(w.events[0]!.object.message, new RegExp(`^too old resource version: ${old} \\(\\d+\\)$`));
   });

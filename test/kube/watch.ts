@@ -14,7 +14,15 @@ import type { StoreEvent } from "./store.js";
 type Send = (type: string, object: Obj) => void;
 
 /** `render` turns each event object into what the client asked for (an object, or a Table row). */
-export function serveWatch(ops: Ops, t: ResourceType, ns: string | undefined, q: URLSearchParams, req: KubeRequest, res: KubeResponse, render: (o: Obj) => Obj = (o) => o): void {
+export function serveWatch(
+  ops: Ops,
+  t: ResourceType,
+  ns: string | undefined,
+  q: URLSearchParams,
+  req: KubeRequest,
+  res: KubeResponse,
+  render: (o: Obj) => Obj = (o) => o,
+): void {
   const key = storageKey(t);
   const byLabel = labelSelector(q.get("labelSelector"));
   const byField = fieldSelector(q.get("fieldSelector"), key);
@@ -23,8 +31,7 @@ export function serveWatch(ops: Ops, t: ResourceType, ns: string | undefined, q:
   if (timeout !== null && !/^\d+$/.test(timeout)) throw badRequest(`timeoutSeconds must be a non-negative integer, got "${timeout}"`);
   const rvParam = q.get("resourceVersion") ?? "";
   const initialEvents = q.get("sendInitialEvents") === "true";
-  if (initialEvents && q.get("allowWatchBookmarks") !== "true")
-    throw badRequest("sendInitialEvents is only supported with allowWatchBookmarks=true");
+  if (initialEvents && q.get("allowWatchBookmarks") !== "true") throw badRequest("sendInitialEvents is only supported with allowWatchBookmarks=true");
   if (rvParam !== "" && !/^\d+$/.test(rvParam)) throw badRequest(`resourceVersion: Invalid value: "${rvParam}": must be a valid resource version`);
 
   // No Transfer-Encoding: HTTP/1.1 chunks a body without a length by itself, and HTTP/2 forbids the header.
@@ -51,7 +58,11 @@ export function serveWatch(ops: Ops, t: ResourceType, ns: string | undefined, q:
     backlog = [];
     for (const o of ops.store.list(key)) if (match(o)) send("ADDED", ops.present(t, o));
     if (initialEvents)
-      send("BOOKMARK", { kind: t.kind, apiVersion: apiVersionOf(t), metadata: { resourceVersion: String(ops.store.currentRv()), annotations: { "k8s.io/initial-events-end": "true" } } });
+      send("BOOKMARK", {
+        kind: t.kind,
+        apiVersion: apiVersionOf(t),
+        metadata: { resourceVersion: String(ops.store.currentRv()), annotations: { "k8s.io/initial-events-end": "true" } },
+      });
   } else {
     const events = ops.store.eventsSince(key, Number(rvParam));
     if (!events) {

@@ -121,7 +121,9 @@ export function userPod(name: string, claims: string[], o: { phase?: string; nod
 }
 
 export function vaName(handle: string, driver = DRIVER, nodeName = NODE): string {
-  return `csi-${createHash("sha256").update(handle + driver + nodeName).digest("hex")}`;
+  return `csi-${createHash("sha256")
+    .update(handle + driver + nodeName)
+    .digest("hex")}`;
 }
 
 export function volumeAttachment(pvName: string, handle: string, o: { attached?: boolean; metadata?: Record<string, string>; nodeName?: string } = {}): Obj {
@@ -158,5 +160,15 @@ export const CSI_ADDONS_NODE_NAME = `${NODE}-${NAMESPACE}-daemonset-${DAEMONSET}
 
 /** What a driver handshake tells the sidecar: the stub's name, a node plugin with the healer, no add-on capabilities. */
 export function driverInfo(o: Partial<DriverInfo> = {}): DriverInfo {
-  return { name: DRIVER, vendorVersion: "1", manifest: {}, capabilities: [], nodeService: true, controllerService: false, getVolumeHealth: true, healVolume: true, ...o };
+  return {
+    name: DRIVER,
+    vendorVersion: "1",
+    manifest: {},
+    capabilities: [],
+    nodeService: true,
+    controllerService: false,
+    getVolumeHealth: true,
+    healVolume: true,
+    ...o,
+  };
 }

@@ -53,7 +53,13 @@ export interface RawOutcome {
 const asIs = (b: Buffer) => b;
 
 /** A unary call with the request body as given (no serializer) and any metadata: bytes in, status and bytes out. */
-export function rawUnary(client: grpc.Client, path: string, body: Buffer, metadata: Record<string, string | Buffer> = {}, deadlineMs = 10_000): Promise<RawOutcome> {
+export function rawUnary(
+  client: grpc.Client,
+  path: string,
+  body: Buffer,
+  metadata: Record<string, string | Buffer> = {},
+  deadlineMs = 10_000,
+): Promise<RawOutcome> {
   const md = new grpc.Metadata();
   for (const [k, v] of Object.entries(metadata)) md.set(k, v);
   return new Promise((resolve) => {

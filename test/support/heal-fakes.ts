@@ -4,22 +4,12 @@ import { status } from "@grpc/grpc-js";
 import { WorkQueue } from "../../controller/heal/queue.js";
 import { HealPass, type PassDeps } from "../../controller/heal/pass.js";
 import { CallError } from "../../common/grpc/call-error.js";
-import type {
-  HealAnswer,
-  SidecarConnection,
-} from "../../controller/sidecars/connection.js";
+import type { HealAnswer, SidecarConnection } from "../../controller/sidecars/connection.js";
 import { SidecarPool } from "../../controller/sidecars/pool.js";
 import { type HealOutcome } from "../../controller/report/reporter.js";
-import type {
-  PvInfo,
-  SidecarInfo,
-  Trigger,
-} from "../../controller/plan/types.js";
+import type { PvInfo, SidecarInfo, Trigger } from "../../controller/plan/types.js";
 import { createLogger } from "../../common/log/logger.js";
-import {
-  CREATED_BY_POD_UID,
-  HANDLED_RESTART,
-} from "../../controller/plan/trigger.js";
+import { CREATED_BY_POD_UID, HANDLED_RESTART } from "../../controller/plan/trigger.js";
 
 // ---- one pass ----------------------------------------------------------------------------------
 
@@ -58,9 +48,7 @@ export interface Fake {
 export function fake(
   answers: (pv: string, n: number) => HealAnswer | status,
   o: {
-    caps?:
-      | { healVolume: boolean; getVolumeHealth: boolean }
-      | (() => { healVolume: boolean; getVolumeHealth: boolean });
+    caps?: { healVolume: boolean; getVolumeHealth: boolean } | (() => { healVolume: boolean; getVolumeHealth: boolean });
     serving?: () => boolean;
     retry?: Partial<PassDeps["retry"]>;
     /** Awaited before a HealVolume is answered, to keep it in flight. */
@@ -74,20 +62,9 @@ export function fake(
   const outcomes: HealOutcome[] = [];
   const conn = {
     address: "fake",
-    health: async () =>
-      (o.serving ? o.serving() : true)
-        ? { state: "serving" }
-        : { state: "not_serving", reason: "NOT_SERVING" },
-    capabilities: async () =>
-      typeof o.caps === "function"
-        ? o.caps()
-        : (o.caps ?? { healVolume: true, getVolumeHealth: true }),
-    heal: async (
-      pv: string,
-      _mode: string,
-      _timeoutMs: number,
-      signal?: AbortSignal,
-    ) => {
+    health: async () => ((o.serving ? o.serving() : true) ? { state: "serving" } : { state: "not_serving", reason: "NOT_SERVING" }),
+    capabilities: async () => (typeof o.caps === "function" ? o.caps() : (o.caps ?? { healVolume: true, getVolumeHealth: true })),
+    heal: async (pv: string, _mode: string, _timeoutMs: number, signal?: AbortSignal) => {
       calls.push(pv);
       signals.push(signal);
       if (o.hold) await cancellable(o.hold(pv), signal);
@@ -97,11 +74,7 @@ export function fake(
     },
   };
   // A real pool (connection states, forget, close) whose every lookup finds the fake connection.
-  const pool = new SidecarPool(
-    { podIP: async () => undefined },
-    {},
-    () => undefined,
-  );
+  const pool = new SidecarPool({ podIP: async () => undefined }, {}, () => undefined);
   pool.resolve = async () => (resolves++, conn as unknown as SidecarConnection);
   const deps: PassDeps = {
     queue: o.queue ?? new WorkQueue({ perNode: 4, global: 4 }),
@@ -123,14 +96,10 @@ export function fake(
 }
 
 /** A held call ends as grpc-js ends a call whose signal aborts: CANCELLED. */
-export function cancellable(
-  held: Promise<void>,
-  signal: AbortSignal | undefined,
-): Promise<void> {
+export function cancellable(held: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
   if (!signal) return held;
   return new Promise((resolve, reject) => {
-    const cancelled = () =>
-      reject(new CallError(status.CANCELLED, "Cancelled on client"));
+    const cancelled = () => reject(new CallError(status.CANCELLED, "Cancelled on client"));
     if (signal.aborted) return cancelled();
     signal.addEventListener("abort", cancelled, { once: true });
     held.then(resolve, reject);
@@ -160,10 +129,7 @@ export const HANDLED = {
   [HANDLED_RESTART]: "pod-1+",
 };
 
-export const other = (
-  n: number,
-  annotations: Record<string, string> = HANDLED,
-): SidecarInfo => ({
+export const other = (n: number, annotations: Record<string, string> = HANDLED): SidecarInfo => ({
   ...SIDECAR,
   key: `csi/n${n}`,
   name: `n${n}`,

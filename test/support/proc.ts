@@ -77,9 +77,7 @@ function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.Proce
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
-  const exited = new Promise<number | string>((resolve) =>
-    child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")),
-  );
+  const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   let done = false;
   void exited.then(() => (done = true));
   const proc: Proc = {
@@ -92,11 +90,15 @@ function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.Proce
         const all = out + err;
         return typeof text === "string" ? all.includes(text) : text.test(all);
       };
-      await waitFor(`output ${String(text)} from ${entry}`, () => {
-        if (matches()) return true;
-        if (done) throw new StopWaiting(`${entry} exited before printing ${String(text)}; output:\n${out}${err}`);
-        return false;
-      }, { timeoutMs });
+      await waitFor(
+        `output ${String(text)} from ${entry}`,
+        () => {
+          if (matches()) return true;
+          if (done) throw new StopWaiting(`${entry} exited before printing ${String(text)}; output:\n${out}${err}`);
+          return false;
+        },
+        { timeoutMs },
+      );
     },
     stop: (graceMs = 5_000) => (done ? exited : terminate(child, exited, graceMs)),
   };

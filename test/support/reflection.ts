@@ -33,7 +33,8 @@ export function reflectionClient(address: string): Reflection {
     });
   return {
     services: async () => (await ask({ list_services: "" })).list_services_response.service.map((s: { name: string }) => s.name).sort(),
-    describe: async (symbol) => Buffer.concat((await ask({ file_containing_symbol: symbol })).file_descriptor_response.file_descriptor_proto).toString("latin1"),
+    describe: async (symbol) =>
+      Buffer.concat((await ask({ file_containing_symbol: symbol })).file_descriptor_response.file_descriptor_proto).toString("latin1"),
     close: () => client.close(),
   };
 }

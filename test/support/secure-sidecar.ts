@@ -73,4 +73,3 @@ export function checkHealth(address: string, creds: grpc.ChannelCredentials, opt
     }),
   );
 }
-

@@ -6,7 +6,21 @@ import { restartDriverStub, startDriverStub, type DriverStub, type StubState } f
 import { startSidecarProc, waitHealth, type SidecarProc } from "./sidecar.js";
 import { waitFor } from "./wait.js";
 import { TLS_CLIENT_OPTIONS, checkHealth, tlsCredentials, type TlsFiles } from "./secure-sidecar.js";
-import { CSI_ADDONS_NODE_NAME, HANDLED_RESTART, NAMESPACE, csiDriver, daemonSet, namespace, node, onLocalhost, pod, pv, upstreamCrdFile, userPod, volumeAttachment } from "./fixtures.js";
+import {
+  CSI_ADDONS_NODE_NAME,
+  HANDLED_RESTART,
+  NAMESPACE,
+  csiDriver,
+  daemonSet,
+  namespace,
+  node,
+  onLocalhost,
+  pod,
+  pv,
+  upstreamCrdFile,
+  userPod,
+  volumeAttachment,
+} from "./fixtures.js";
 
 export const CAN = "csiaddons.openshift.io/v1alpha1";
 export const HANDLED = HANDLED_RESTART;
@@ -100,7 +114,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       const sc = stack.sidecar;
       if (o.tls) {
         const tls = o.tls;
-        await waitFor("the sidecar SERVING over TLS", async () => (await checkHealth(sc.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS)) === "SERVING", { timeoutMs: 30_000 });
+        await waitFor("the sidecar SERVING over TLS", async () => (await checkHealth(sc.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS)) === "SERVING", {
+          timeoutMs: 30_000,
+        });
       } else {
         await waitHealth(sc, "SERVING", 30_000);
       }

@@ -15,7 +15,11 @@ export const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons
 
 /** Makes `token` the upstream controller's own ServiceAccount token (audience: the API server's). */
 export function addUpstreamToken(kube: KubeApi, token: string): void {
-  kube.auth.addToken(token, { username: UPSTREAM_USER, groups: ["system:serviceaccounts", "system:serviceaccounts:csi-addons-system"], audiences: [KUBE_API_AUDIENCE] });
+  kube.auth.addToken(token, {
+    username: UPSTREAM_USER,
+    groups: ["system:serviceaccounts", "system:serviceaccounts:csi-addons-system"],
+    audiences: [KUBE_API_AUDIENCE],
+  });
 }
 
 /** The flags of deploy/'s sidecar container that decide who may call (--enable-auth, --auth-*). */

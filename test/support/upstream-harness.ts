@@ -58,7 +58,8 @@ function clients(address: string) {
     modifyGroup: (req: vg.DeepPartial<vg.ModifyVolumeGroupMembershipRequest>) =>
       call(g, g.modifyVolumeGroupMembership, vg.ModifyVolumeGroupMembershipRequest.fromPartial(req)),
     deleteGroup: (req: vg.DeepPartial<vg.DeleteVolumeGroupRequest>) => call(g, g.deleteVolumeGroup, vg.DeleteVolumeGroupRequest.fromPartial(req)),
-    getGroup: (req: vg.DeepPartial<vg.ControllerGetVolumeGroupRequest>) => call(g, g.controllerGetVolumeGroup, vg.ControllerGetVolumeGroupRequest.fromPartial(req)),
+    getGroup: (req: vg.DeepPartial<vg.ControllerGetVolumeGroupRequest>) =>
+      call(g, g.controllerGetVolumeGroup, vg.ControllerGetVolumeGroupRequest.fromPartial(req)),
     /** Any method with the request's bytes as given: the upstream controller's wire, not our encoder's. */
     raw: (path: string, body: Uint8Array) => rawUnary(p, path, Buffer.from(body)),
     close: () => Object.values(made).forEach((c) => c.close()),
@@ -93,7 +94,11 @@ export function upstreamFixture(objects: unknown[], state: StubState, sidecarArg
     fx.kube = await startTestKube(objects, { requireRbac: opts.sidecarRules !== undefined });
     let kubeconfig = fx.kube.kubeconfigPath;
     if (opts.sidecarRules) {
-      fx.kube.auth.addToken(SIDECAR_TOKEN, { username: SIDECAR_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
+      fx.kube.auth.addToken(SIDECAR_TOKEN, {
+        username: SIDECAR_USER,
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
+        audiences: [KUBE_API_AUDIENCE],
+      });
       const rules = opts.sidecarRules(loadRbacRules());
       for (const r of rules.namespaced) fx.kube.auth.allow(SIDECAR_USER, { ...r, namespace: NAMESPACE });
       for (const r of rules.cluster) fx.kube.auth.allow(SIDECAR_USER, { ...r });

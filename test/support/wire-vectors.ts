@@ -15,7 +15,9 @@ export function bytes(hex: string): Uint8Array {
 }
 
 function spaced(b: Uint8Array): string {
-  return Buffer.from(b).toString("hex").replace(/(..)(?!$)/g, "$1 ");
+  return Buffer.from(b)
+    .toString("hex")
+    .replace(/(..)(?!$)/g, "$1 ");
 }
 
 /** encode(object) must be exactly `hex`, and decode(hex) must be exactly `object`. */

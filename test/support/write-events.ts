@@ -7,11 +7,15 @@ import { createKubeWrites, loadKubeConfig } from "../../controller/kube/client.j
 const kube = createKubeWrites(loadKubeConfig(process.argv[2]));
 const count = Number(process.argv[3] ?? 3);
 for (let i = 0; i < count; i++) {
-  await kube.createEvent("default", {
-    involved: { kind: "PersistentVolume", apiVersion: "v1", namespace: undefined, name: `pv-exit-${i}`, uid: `uid-exit-${i}` },
-    type: "Normal",
-    reason: "VolumeHealed",
-    message: "volume healed",
-  }, AbortSignal.timeout(5_000));
+  await kube.createEvent(
+    "default",
+    {
+      involved: { kind: "PersistentVolume", apiVersion: "v1", namespace: undefined, name: `pv-exit-${i}`, uid: `uid-exit-${i}` },
+      type: "Normal",
+      reason: "VolumeHealed",
+      message: "volume healed",
+    },
+    AbortSignal.timeout(5_000),
+  );
 }
 console.log("written");

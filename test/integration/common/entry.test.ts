@@ -36,18 +36,33 @@ test("the termination log: --termination-log's value, else the container's defau
 
 test("the command line: parsed as it is; --help prints the text and --version the name and version, both 0; a bad flag one line on stderr and 2", () => {
   const run = { kind: "run" as const, port: 9070 };
-  assert.deepEqual(printed(() => parseCommandLine("prog", () => run)), { result: run, out: "", err: "" });
-  assert.deepEqual(printed(() => parseCommandLine("prog", () => ({ kind: "help" as const, text: "Usage: prog [flags]" }))), { result: 0, out: "Usage: prog [flags]\n", err: "" });
-  assert.deepEqual(printed(() => parseCommandLine("prog", () => ({ kind: "version" as const }))), { result: 0, out: `prog ${packageVersion()}\n`, err: "" });
   assert.deepEqual(
-    printed(() => parseCommandLine("prog", () => {
-      throw new FlagError("timeout", "--timeout: not a duration: 5x");
-    })),
+    printed(() => parseCommandLine("prog", () => run)),
+    { result: run, out: "", err: "" },
+  );
+  assert.deepEqual(
+    printed(() => parseCommandLine("prog", () => ({ kind: "help" as const, text: "Usage: prog [flags]" }))),
+    { result: 0, out: "Usage: prog [flags]\n", err: "" },
+  );
+  assert.deepEqual(
+    printed(() => parseCommandLine("prog", () => ({ kind: "version" as const }))),
+    { result: 0, out: `prog ${packageVersion()}\n`, err: "" },
+  );
+  assert.deepEqual(
+    printed(() =>
+      parseCommandLine("prog", () => {
+        throw new FlagError("timeout", "--timeout: not a duration: 5x");
+      }),
+    ),
     { result: 2, out: "", err: "prog: invalid configuration: --timeout: not a duration: 5x\n" },
   );
-  assert.throws(() => parseCommandLine("prog", () => {
-    throw new TypeError("a bug, not a flag");
-  }), TypeError);
+  assert.throws(
+    () =>
+      parseCommandLine("prog", () => {
+        throw new TypeError("a bug, not a flag");
+      }),
+    TypeError,
+  );
 });
 
 test("fatal: the reason logged at error and written to the termination log, exit code 1; an unwritable termination log is no second failure", () => {

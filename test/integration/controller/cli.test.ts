@@ -19,7 +19,8 @@ describe("flags", () => {
   test("--help lists the flags; --version; a bad flag exits 2 with one line naming it (real process)", async () => {
     const help = await runCli(["--help"]);
     assert.equal(help.code, 0);
-    for (const flag of ["--check-interval", "--sidecar-ca-file", "--token-file", "--leader-elect", "--per-node-concurrency", "heal --node"]) assert.ok(help.stdout.includes(flag), flag);
+    for (const flag of ["--check-interval", "--sidecar-ca-file", "--token-file", "--leader-elect", "--per-node-concurrency", "heal --node"])
+      assert.ok(help.stdout.includes(flag), flag);
     const v = await runCli(["--version"]);
     assert.equal(v.code, 0);
     assert.match(v.stdout, /^csi-addons-healer-controller \d+\.\d+\.\d+\n$/);
@@ -45,7 +46,12 @@ describe("heal subcommand", () => {
   let stack: Stack;
   before(async () => {
     stack = await startStack({
-      volumes: { "pv-a": { state: "ABNORMAL", heal: "SUCCEED" }, "pv-b": { state: "HEALTHY" }, "pv-c": { state: "ABNORMAL", heal: "NOT_HEALABLE" }, "pv-d": { state: "ABNORMAL", heal: "SUCCEED" } },
+      volumes: {
+        "pv-a": { state: "ABNORMAL", heal: "SUCCEED" },
+        "pv-b": { state: "HEALTHY" },
+        "pv-c": { state: "ABNORMAL", heal: "NOT_HEALABLE" },
+        "pv-d": { state: "ABNORMAL", heal: "SUCCEED" },
+      },
       // Only a Pod on the node shows pv-d (a driver without attach): the table counts it up front.
       withoutAttach: ["pv-d"],
     });
@@ -60,19 +66,26 @@ describe("heal subcommand", () => {
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.match(r.stderr, /\[4\/4\] pv-\w: /);
     const rows = r.stdout.split("\n").filter((l) => l.startsWith("pv-"));
-    assert.deepEqual(rows.map((l) => l.split(/\s+/)), [
-      ["pv-a", "stub.csi.example.com", handleOf("pv-a"), "HEALED"],
-      ["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"],
-      ["pv-c", "stub.csi.example.com", handleOf("pv-c"), "NOT_HEALABLE"],
-      ["pv-d", "stub.csi.example.com", handleOf("pv-d"), "HEALED"],
-    ]);
+    assert.deepEqual(
+      rows.map((l) => l.split(/\s+/)),
+      [
+        ["pv-a", "stub.csi.example.com", handleOf("pv-a"), "HEALED"],
+        ["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"],
+        ["pv-c", "stub.csi.example.com", handleOf("pv-c"), "NOT_HEALABLE"],
+        ["pv-d", "stub.csi.example.com", handleOf("pv-d"), "HEALED"],
+      ],
+    );
     assert.match(r.stdout, /^PV\s+DRIVER\s+VOLUME HANDLE\s+RESULT$/m);
     // A table: every column starts where its heading does.
     const heading = r.stdout.split("\n").find((l) => l.startsWith("PV "))!;
     const starts = ["DRIVER", "VOLUME HANDLE", "RESULT"].map((h) => heading.indexOf(h));
     for (const row of rows) {
       const [pvName, driver, handle, result] = row.split(/\s+/) as [string, string, string, string];
-      assert.deepEqual([row.indexOf(driver, pvName.length), row.indexOf(handle, starts[0]! + driver.length), row.indexOf(result, starts[1]! + handle.length)], starts, row);
+      assert.deepEqual(
+        [row.indexOf(driver, pvName.length), row.indexOf(handle, starts[0]! + driver.length), row.indexOf(result, starts[1]! + handle.length)],
+        starts,
+        row,
+      );
     }
     assert.match(r.stdout, /HEALED 2, NOT_NEEDED 1, NOT_HEALABLE 1 \(mode IF_ABNORMAL, node node-1\)/);
     assert.equal(stack.heals("pv-b"), 0);
@@ -84,7 +97,13 @@ describe("heal subcommand", () => {
     const beforeA = stack.heals("pv-a");
     const r = await heal("--node=node-1", "--pv=pv-b", "--mode=always");
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.deepEqual(r.stdout.split("\n").filter((l) => l.startsWith("pv-")).map((l) => l.split(/\s+/)[0]), ["pv-b"]);
+    assert.deepEqual(
+      r.stdout
+        .split("\n")
+        .filter((l) => l.startsWith("pv-"))
+        .map((l) => l.split(/\s+/)[0]),
+      ["pv-b"],
+    );
     assert.equal(stack.heals("pv-b"), before + 1);
     assert.equal(stack.heals("pv-a"), beforeA, "untouched");
   });
@@ -96,10 +115,23 @@ describe("heal subcommand", () => {
     const p = startJs(COMPILED_CONTROLLER, args, { env: { NODE_OPTIONS: CONTROLLER_NODE_FLAGS.join(" ") } });
     const code = await p.exited;
     assert.equal(code, 0, p.stdout() + p.stderr());
-    assert.deepEqual(p.stdout().split("\n").filter((l) => l.startsWith("pv-")).map((l) => l.split(/\s+/)), [["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"]]);
+    assert.deepEqual(
+      p
+        .stdout()
+        .split("\n")
+        .filter((l) => l.startsWith("pv-"))
+        .map((l) => l.split(/\s+/)),
+      [["pv-b", "stub.csi.example.com", handleOf("pv-b"), "NOT_NEEDED"]],
+    );
     assert.equal(stack.heals("pv-b"), before + 1);
     // No warning from Node about a bundled dependency (deprecated built-ins, url.parse).
-    assert.deepEqual(p.stderr().split("\n").filter((l) => l.trim() !== "" && !l.startsWith("{") && !/^\[\d+\/\d+\] /.test(l)), []);
+    assert.deepEqual(
+      p
+        .stderr()
+        .split("\n")
+        .filter((l) => l.trim() !== "" && !l.startsWith("{") && !/^\[\d+\/\d+\] /.test(l)),
+      [],
+    );
   });
 
   test("an unknown node or a PV not on the node exits 1 with the reason", async () => {

@@ -11,7 +11,13 @@ import { startStack, type Stack } from "../../support/stack.js";
 /** Slow heals, one at a time: a restart heal of four volumes takes seconds, long enough to die in it. */
 const SLOW = { state: "HEALTHY" as const, delayMs: 1500 };
 const ONE_AT_A_TIME = ["--per-node-concurrency=1"];
-const LEADER_ARGS = ["--leader-elect=true", "--leader-election-namespace=csi", "--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=500ms"];
+const LEADER_ARGS = [
+  "--leader-elect=true",
+  "--leader-election-namespace=csi",
+  "--leader-election-lease-duration=3s",
+  "--leader-election-renew-deadline=2s",
+  "--leader-election-retry-period=500ms",
+];
 
 let stack: Stack;
 const controllers: ControllerProc[] = [];
@@ -48,7 +54,10 @@ describe("restart heal survives the controller", () => {
     const second = await start([]);
     await stack.waitHandled();
     const healed = healsSince(before);
-    assert.ok(healed.every((n) => n >= 1), `every volume healed at least once: ${healed}`);
+    assert.ok(
+      healed.every((n) => n >= 1),
+      `every volume healed at least once: ${healed}`,
+    );
     assert.ok(second.heals({ trigger: "restart" }).length >= 1, "the new process did heal");
   });
 
@@ -69,8 +78,13 @@ describe("restart heal survives the controller", () => {
     await waitLog(b, { message: "became leader" }, 30_000);
     await stack.waitHandled();
     const healed = healsSince(before);
-    assert.ok(healed.every((n) => n >= 1), `every volume healed at least once: ${healed}`);
-    const lease = stack.kube.get("coordination.k8s.io/v1", "Lease", "csi", "csi-addons-healer-controller") as { spec: { holderIdentity: string; leaseTransitions: number } };
+    assert.ok(
+      healed.every((n) => n >= 1),
+      `every volume healed at least once: ${healed}`,
+    );
+    const lease = stack.kube.get("coordination.k8s.io/v1", "Lease", "csi", "csi-addons-healer-controller") as {
+      spec: { holderIdentity: string; leaseTransitions: number };
+    };
     assert.equal(lease.spec.holderIdentity, "ctl-b");
     assert.ok(lease.spec.leaseTransitions >= 1);
     assert.match(await b.metrics(), /csi_addons_healer_leader 1/);

@@ -12,7 +12,11 @@ let stack: Stack;
 let controller: ControllerProc;
 
 before(async () => {
-  stack = await startStack({ volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" } }, kube: { historySize: 20 }, extra: [secret(NAMESPACE, "churn", { n: "0" })] });
+  stack = await startStack({
+    volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" } },
+    kube: { historySize: 20 },
+    extra: [secret(NAMESPACE, "churn", { n: "0" })],
+  });
   await stack.startSidecar();
   controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath });
   await stack.waitHandled();
@@ -39,7 +43,10 @@ test("after an API server outage and a compacted history (410), a restart record
   await stack.kube.faults.up();
 
   await stack.waitHandled();
-  assert.deepEqual(stack.pvs.map((pv) => stack.heals(pv)), [1, 1]);
+  assert.deepEqual(
+    stack.pvs.map((pv) => stack.heals(pv)),
+    [1, 1],
+  );
   assert.equal(controller.heals({ trigger: "restart" }).length, 2);
   assert.ok(lists() > listsBefore, "the resumed watch got 410 Gone and listed again");
 });

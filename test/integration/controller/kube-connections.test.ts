@@ -83,18 +83,24 @@ test("an API server that does not speak HTTP/2: Events go over HTTP/1.1, with th
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))));
   const kubeconfig = join(tempDir("h1-kubeconfig-"), "kubeconfig");
-  writeFileSync(kubeconfig, JSON.stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "h1", cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, "certificate-authority-data": cert.caData } }],
-    users: [{ name: "u", user: { token: "t-h1" } }],
-    contexts: [{ name: "c", context: { cluster: "h1", user: "u" } }],
-    "current-context": "c",
-  }));
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "h1", cluster: { server: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, "certificate-authority-data": cert.caData } }],
+      users: [{ name: "u", user: { token: "t-h1" } }],
+      contexts: [{ name: "c", context: { cluster: "h1", user: "u" } }],
+      "current-context": "c",
+    }),
+  );
   const kube = createKubeWrites(loadKubeConfig(kubeconfig));
   assert.equal(await kube.createEvent("default", pvEvent(300), AbortSignal.timeout(5_000)), "event-1");
   assert.equal(await kube.createEvent("default", pvEvent(301), AbortSignal.timeout(5_000)), "event-2");
-  assert.deepEqual(seen, [{ via: "1.1", auth: "Bearer t-h1" }, { via: "1.1", auth: "Bearer t-h1" }]);
+  assert.deepEqual(seen, [
+    { via: "1.1", auth: "Bearer t-h1" },
+    { via: "1.1", auth: "Bearer t-h1" },
+  ]);
 });
 
 test("one keep-alive agent per set of TLS options; a changed CA gets a new one; proxy agents pass through", () => {
@@ -134,17 +140,31 @@ test("Events go out as plain JSON requests: a refusal is a KubeRequestError nami
   await assert.rejects(kube.createEvent("default", pvEvent(100), AbortSignal.timeout(5_000)), (err: unknown) => {
     assert.ok(err instanceof KubeRequestError);
     assert.equal(err.status, 503);
-    assert.equal(err.message, "create Event in default: HTTP 503: the server is currently unable to handle the request (injected fault)", "the status, and what the API server said");
+    assert.equal(
+      err.message,
+      "create Event in default: HTTP 503: the server is currently unable to handle the request (injected fault)",
+      "the status, and what the API server said",
+    );
     return true;
   });
   const name = await kube.createEvent("default", pvEvent(101), AbortSignal.timeout(5_000));
-  const stored = () => api.get("v1", "Event", "default", name) as { count: number; reason: string; involvedObject: { name: string; uid: string }; firstTimestamp: string; lastTimestamp: string };
+  const stored = () =>
+    api.get("v1", "Event", "default", name) as {
+      count: number;
+      reason: string;
+      involvedObject: { name: string; uid: string };
+      firstTimestamp: string;
+      lastTimestamp: string;
+    };
   assert.equal(stored().reason, "VolumeHealed");
   assert.deepEqual([stored().involvedObject.name, stored().involvedObject.uid, stored().count], ["pv-101", "uid-101", 1]);
   assert.ok(!Number.isNaN(Date.parse(stored().firstTimestamp)), "an RFC 3339 time");
   await kube.bumpEvent("default", name, 2, AbortSignal.timeout(5_000));
   assert.equal(stored().count, 2);
-  await assert.rejects(kube.bumpEvent("default", "no-such-event", 2, AbortSignal.timeout(5_000)), (err: unknown) => err instanceof KubeRequestError && err.status === 404);
+  await assert.rejects(
+    kube.bumpEvent("default", "no-such-event", 2, AbortSignal.timeout(5_000)),
+    (err: unknown) => err instanceof KubeRequestError && err.status === 404,
+  );
 });
 
 test("Event writes check the API server's certificate against the kubeconfig's CA: another CA's is refused, insecure-skip-tls-verify reaches it", async (t) => {
@@ -160,10 +180,12 @@ test("Event writes check the API server's certificate against the kubeconfig's C
     assert.match(err.message, /^create Event in default: .*(CERT|certificate)/i, "named by the TLS check that refused it");
     return true;
   });
-  const skipping = createKubeWrites(edited("insecure.json", (c) => {
-    delete c["certificate-authority-data"];
-    c["insecure-skip-tls-verify"] = true;
-  }));
+  const skipping = createKubeWrites(
+    edited("insecure.json", (c) => {
+      delete c["certificate-authority-data"];
+      c["insecure-skip-tls-verify"] = true;
+    }),
+  );
   const name = await skipping.createEvent("default", pvEvent(301), AbortSignal.timeout(5_000));
   assert.ok(api.get("v1", "Event", "default", name), "written without checking the certificate, as the kubeconfig asks");
 });
@@ -201,6 +223,14 @@ test("a refusal says what the API server said of it: a 403 names the verb and th
     return true;
   };
   // An Event goes out as a plain JSON request; a Lease through client-node's typed API.
-  await assert.rejects(kube.createEvent("default", pvEvent(400), AbortSignal.timeout(5_000)), refused(`create Event in default: HTTP 403: events is forbidden: ${who} cannot create resource "events" in API group "" in the namespace "default"`));
-  await assert.rejects(kube.readLease("default", "healer", AbortSignal.timeout(5_000)), refused(`get Lease default/healer: HTTP 403: leases.coordination.k8s.io "healer" is forbidden: ${who} cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "default"`));
+  await assert.rejects(
+    kube.createEvent("default", pvEvent(400), AbortSignal.timeout(5_000)),
+    refused(`create Event in default: HTTP 403: events is forbidden: ${who} cannot create resource "events" in API group "" in the namespace "default"`),
+  );
+  await assert.rejects(
+    kube.readLease("default", "healer", AbortSignal.timeout(5_000)),
+    refused(
+      `get Lease default/healer: HTTP 403: leases.coordination.k8s.io "healer" is forbidden: ${who} cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "default"`,
+    ),
+  );
 });

@@ -65,21 +65,33 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
 
   let c: ControllerProc | undefined;
   const step = async (what: string, probe: () => unknown) => {
-    await waitFor(what, async () => {
-      const forbidden = c?.logLines().find((l) => /HTTP 403|PERMISSION_DENIED/.test(JSON.stringify(l)));
-      // A refusal (the API server's 403, the sidecar's PERMISSION_DENIED) ends the wait at once:
-      // with one permission taken away, nothing else refuses.
-      if (forbidden) throw new StopWaiting(`refused: ${JSON.stringify(forbidden)}`);
-      return probe();
-    }, { timeoutMs });
+    await waitFor(
+      what,
+      async () => {
+        const forbidden = c?.logLines().find((l) => /HTTP 403|PERMISSION_DENIED/.test(JSON.stringify(l)));
+        // A refusal (the API server's 403, the sidecar's PERMISSION_DENIED) ends the wait at once:
+        // with one permission taken away, nothing else refuses.
+        if (forbidden) throw new StopWaiting(`refused: ${JSON.stringify(forbidden)}`);
+        return probe();
+      },
+      { timeoutMs },
+    );
   };
   try {
     c = await startControllerProc({
       kubeconfig,
       waitStarted: false,
       args: [
-        "--leader-elect=true", `--leader-election-namespace=${SA_NAMESPACE}`, "--leader-election-lease-duration=3s", "--leader-election-renew-deadline=2s", "--leader-election-retry-period=300ms",
-        "--sidecar-tls=true", `--sidecar-ca-file=${tls.certFile}`, "--sidecar-tls-server-name=localhost", `--service-account=${SA_NAMESPACE}/${SA}`, "--check-interval=300ms",
+        "--leader-elect=true",
+        `--leader-election-namespace=${SA_NAMESPACE}`,
+        "--leader-election-lease-duration=3s",
+        "--leader-election-renew-deadline=2s",
+        "--leader-election-retry-period=300ms",
+        "--sidecar-tls=true",
+        `--sidecar-ca-file=${tls.certFile}`,
+        "--sidecar-tls-server-name=localhost",
+        `--service-account=${SA_NAMESPACE}/${SA}`,
+        "--check-interval=300ms",
       ],
     });
     const lease = () => stack.kube.get(LEASE.apiVersion, LEASE.kind, LEASE.namespace, LEASE.name) as any;
@@ -89,12 +101,18 @@ async function flow(timeoutMs: number): Promise<string | undefined> {
     await step("pv-a healed through the sidecar", () => c!.heals({ pv: "pv-a", result: "HEALED" }).length > 0);
     await step("pv-c (a driver without attach: only a Pod on the node shows it) healed", () => c!.heals({ pv: "pv-c", result: "HEALED" }).length > 0);
     await step("handled marker recorded", () => stack.annotation(HANDLED));
-    await step("VolumeHealed events on PV and PVC", () =>
-      (stack.kube.list("v1", "Event", "default") as any[]).some((e) => e.reason === "VolumeHealed") && (stack.kube.list("v1", "Event", NAMESPACE) as any[]).some((e) => e.reason === "VolumeHealed"),
+    await step(
+      "VolumeHealed events on PV and PVC",
+      () =>
+        (stack.kube.list("v1", "Event", "default") as any[]).some((e) => e.reason === "VolumeHealed") &&
+        (stack.kube.list("v1", "Event", NAMESPACE) as any[]).some((e) => e.reason === "VolumeHealed"),
     );
     broken();
     await step("a repeated event bumped", () => (stack.kube.list("v1", "Event", "default") as any[]).some((e) => e.reason === "VolumeHealed" && e.count >= 2));
-    await step("still leading, nothing refused", () => c!.logLines().some((l) => l.message === "became leader") && !c!.logLines().some((l) => l.message === "stopped leading"));
+    await step(
+      "still leading, nothing refused",
+      () => c!.logLines().some((l) => l.message === "became leader") && !c!.logLines().some((l) => l.message === "stopped leading"),
+    );
     return undefined;
   } catch (err) {
     return (err as Error).message;
@@ -127,7 +145,10 @@ describe("the controller's RBAC from deploy/ is exactly what it needs", { skip: 
   after(() => stack?.stop());
 
   test("with exactly deploy/'s rules the whole flow works", async () => {
-    assert.ok(rules.cluster.some((r) => r.verbs.includes("call")), "the caller binding is part of the controller's rules");
+    assert.ok(
+      rules.cluster.some((r) => r.verbs.includes("call")),
+      "the caller binding is part of the controller's rules",
+    );
     grant();
     assert.equal(await flow(45_000), undefined);
   });

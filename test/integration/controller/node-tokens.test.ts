@@ -59,21 +59,37 @@ test("node-1's token heals on node-1 and is refused by node-2's sidecar; one Tok
   stack.kube.counters.reset();
   const c = await startController();
   await stack.waitHandled();
-  assert.deepEqual(c.heals({ trigger: "first-sight" }).map((l) => l.result), ["NOT_NEEDED", "NOT_NEEDED"]);
+  assert.deepEqual(
+    c.heals({ trigger: "first-sight" }).map((l) => l.result),
+    ["NOT_NEEDED", "NOT_NEEDED"],
+  );
   assert.equal(tokenRequests(), 1, "one TokenRequest for node-1, whatever the number of calls");
   const issued = stack.kube.auth.tokensOf(HEALER_USER);
-  assert.deepEqual(issued.map((t) => t.audiences), [[nodeAudience("node-1")]]);
+  assert.deepEqual(
+    issued.map((t) => t.audiences),
+    [[nodeAudience("node-1")]],
+  );
 
   // node-2's sidecar (same driver, its own node and pod), as its own process.
-  const b = await startSidecarProc({ driverSocket: stack.stub.addonsSocket, kubeconfig: stack.kube.kubeconfigPath, nodeId: "node-2", pod: "csi-plugin-node2", args: sidecarArgs(tls) });
+  const b = await startSidecarProc({
+    driverSocket: stack.stub.addonsSocket,
+    kubeconfig: stack.kube.kubeconfigPath,
+    nodeId: "node-2",
+    pod: "csi-plugin-node2",
+    args: sidecarArgs(tls),
+  });
   others.push(b);
   const client = new VolumeHealerClient(b.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS);
   try {
     const as = (token: string) => call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: { authorization: `Bearer ${token}` } });
-    const replayed = await waitFor("node-2's sidecar to answer", async () => {
-      const r = await as(issued[0]!.token);
-      return r.ok || (r as { code: number }).code !== grpc.status.UNAVAILABLE ? r : undefined;
-    }, { timeoutMs: 30_000 });
+    const replayed = await waitFor(
+      "node-2's sidecar to answer",
+      async () => {
+        const r = await as(issued[0]!.token);
+        return r.ok || (r as { code: number }).code !== grpc.status.UNAVAILABLE ? r : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
     assert.equal(replayed.ok, false);
     assert.equal(codeName((replayed as { code: number }).code), "UNAUTHENTICATED", (replayed as { details: string }).details);
     assert.match((replayed as { details: string }).details, /not valid for audience csi-addons-healer\/node-2 or the API server's/);
@@ -91,7 +107,11 @@ test("node-1's token heals on node-1 and is refused by node-2's sidecar; one Tok
   await stack.startSidecar();
   await stack.crashDriver();
   await stack.waitHandled();
-  assert.deepEqual(stack.pvs.map((pv) => stack.heals(pv)), [1, 1], "healed after the restart");
+  assert.deepEqual(
+    stack.pvs.map((pv) => stack.heals(pv)),
+    [1, 1],
+    "healed after the restart",
+  );
   assert.equal(tokenRequests(), 1, "the sidecar restart cost no TokenRequest");
   await c.stop();
 });
@@ -103,7 +123,10 @@ test("tokens are renewed before they expire: every call of a steady periodic che
     const checksBefore = stack.healthChecks("pv-a");
     const c = await startController(["--check-interval=200ms"]);
     const started = Date.now();
-    await waitFor("6 s of periodic checks", () => Date.now() - started > 6_000 && stack.healthChecks("pv-a") - checksBefore >= 10, { timeoutMs: 30_000, intervalMs: 200 });
+    await waitFor("6 s of periodic checks", () => Date.now() - started > 6_000 && stack.healthChecks("pv-a") - checksBefore >= 10, {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
     const checks = stack.healthChecks("pv-a") - checksBefore;
     const refused = c.logLines().filter((l) => /UNAUTHENTICATED/.test(JSON.stringify(l)));
     assert.deepEqual(refused, [], "no call was refused for an expired token");

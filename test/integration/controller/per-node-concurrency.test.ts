@@ -27,7 +27,10 @@ after(async () => {
 
 /** The most calls the driver was in at one moment (each call from receipt to answer, by its own clock). */
 function mostAtOnce(calls: CallLogEntry[]): number {
-  const edges = calls.flatMap((c) => [{ t: c.t0, d: 1 }, { t: c.t1, d: -1 }]);
+  const edges = calls.flatMap((c) => [
+    { t: c.t0, d: 1 },
+    { t: c.t1, d: -1 },
+  ]);
   // At equal times an answer comes before a receipt: the slot it frees is what lets the next one in.
   edges.sort((a, b) => a.t - b.t || a.d - b.d);
   let now = 0;
@@ -40,6 +43,10 @@ test(`--per-node-concurrency=${PER_NODE}: the first-sight check of ${PVS.length}
   controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: [`--per-node-concurrency=${PER_NODE}`] });
   await stack.waitHandled();
   const calls = stack.stub.calls({ method: "NodeGetVolumeHealth" });
-  assert.deepEqual([...new Set(calls.map((c) => (c.request as { volumeId: string }).volumeId))].sort(), PVS.map((pv) => `handle-${pv}`), "every volume checked");
+  assert.deepEqual(
+    [...new Set(calls.map((c) => (c.request as { volumeId: string }).volumeId))].sort(),
+    PVS.map((pv) => `handle-${pv}`),
+    "every volume checked",
+  );
   assert.equal(mostAtOnce(calls), PER_NODE, `calls at once at the driver; ${JSON.stringify(calls.map((c) => [c.t0, c.t1]))}`);
 });

@@ -50,8 +50,12 @@ test("an ABNORMAL volume is healed by the periodic pass; a HEALTHY one is only c
 
 test("Events on the PV and its bound PVC; none for NOT_NEEDED", async () => {
   await healedOnce();
-  const want = (list: Ev[], kind: string, name: string) => ["VolumeAbnormal", "VolumeHealed"].every((r) => list.some((e) => e.reason === r && e.involvedObject.kind === kind && e.involvedObject.name === name));
-  await waitFor("events on PV and PVC", () => want(events("default"), "PersistentVolume", "pv-bad") && want(events(NAMESPACE), "PersistentVolumeClaim", "data-bad"));
+  const want = (list: Ev[], kind: string, name: string) =>
+    ["VolumeAbnormal", "VolumeHealed"].every((r) => list.some((e) => e.reason === r && e.involvedObject.kind === kind && e.involvedObject.name === name));
+  await waitFor(
+    "events on PV and PVC",
+    () => want(events("default"), "PersistentVolume", "pv-bad") && want(events(NAMESPACE), "PersistentVolumeClaim", "data-bad"),
+  );
   const all = [...events("default"), ...events(NAMESPACE)];
   assert.ok(all.every((e) => e.source?.component === "csi-addons-healer"));
   assert.equal(all.filter((e) => e.involvedObject.name === "pv-ok").length, 0, "nothing for NOT_NEEDED");

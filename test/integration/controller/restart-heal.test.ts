@@ -32,7 +32,10 @@ test("first sight: IF_ABNORMAL only (history unknown), then the marker is record
   assert.deepEqual(healCounts(), [0, 0, 0], "healthy volumes are checked, not re-staged");
   for (const pv of stack.pvs) assert.ok(stack.healthChecks(pv) >= 1, `${pv} checked`);
   const decisions = controller.heals({ trigger: "first-sight" });
-  assert.deepEqual(decisions.map((l) => [l.pv, l.mode, l.result]).sort(), stack.pvs.map((pv) => [pv, "IF_ABNORMAL", "NOT_NEEDED"]));
+  assert.deepEqual(
+    decisions.map((l) => [l.pv, l.mode, l.result]).sort(),
+    stack.pvs.map((pv) => [pv, "IF_ABNORMAL", "NOT_NEEDED"]),
+  );
   assert.match(marker, /^[0-9a-f-]{36}\+$/, "marker = pod uid + (no driver restart yet)");
 });
 
@@ -50,7 +53,10 @@ test("killing the driver heals every volume of the node exactly once with ALWAYS
   assert.ok(marker.endsWith(stack.annotation("sidecar.csiaddons.openshift.io/driverRestartedAt")!));
   assert.deepEqual(healCounts(), plus(start.heals, 1));
   const decisions = controller.heals({ trigger: "restart" }).slice(start.restartDecisions);
-  assert.deepEqual(decisions.map((l) => [l.pv, l.mode, l.node]).sort(), stack.pvs.map((pv) => [pv, "ALWAYS", "node-1"]));
+  assert.deepEqual(
+    decisions.map((l) => [l.pv, l.mode, l.node]).sort(),
+    stack.pvs.map((pv) => [pv, "ALWAYS", "node-1"]),
+  );
   const metrics = await controller.metrics();
   assert.match(metrics, /csi_addons_healer_restart_heal_duration_seconds_count\{driver="stub.csi.example.com"\} 1/);
 });
@@ -62,7 +68,10 @@ test("a new node-plugin pod (new pod UID) heals every volume once more", async (
   await stack.kube.create(runningPod("7d1e0b5a-9999-4a4a-9d9d-00000000abcd"));
   const before = stack.annotation(HANDLED);
   await stack.startSidecar();
-  await waitFor("the new pod UID on the CSIAddonsNode", () => stack.annotation("sidecar.csiaddons.openshift.io/createdByPodUID") === "7d1e0b5a-9999-4a4a-9d9d-00000000abcd");
+  await waitFor(
+    "the new pod UID on the CSIAddonsNode",
+    () => stack.annotation("sidecar.csiaddons.openshift.io/createdByPodUID") === "7d1e0b5a-9999-4a4a-9d9d-00000000abcd",
+  );
   const marker = await stack.waitHandled();
   assert.notEqual(marker, before);
   assert.ok(marker.startsWith("7d1e0b5a-9999-4a4a-9d9d-00000000abcd+"));

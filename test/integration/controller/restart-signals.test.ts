@@ -46,7 +46,10 @@ test("(1) driver and sidecar killed together and started again: every volume hea
   await stack.waitHandled();
   await waitFor("every volume answered", () => decisions("restart").length === restarts + 3);
   assert.deepEqual(healCounts(), plus(start, 1));
-  assert.deepEqual(decisions("restart").slice(restarts).sort(), stack.pvs.map((pv) => [pv, "ALWAYS"]));
+  assert.deepEqual(
+    decisions("restart").slice(restarts).sort(),
+    stack.pvs.map((pv) => [pv, "ALWAYS"]),
+  );
 });
 
 test("(2) a driver without a boot id whose connection drops: checked IF_ABNORMAL, never ALWAYS", async () => {
@@ -59,7 +62,10 @@ test("(2) a driver without a boot id whose connection drops: checked IF_ABNORMAL
   await waitFor("every volume checked", () => decisions("reconnect").length === 3);
   assert.equal(stack.annotation(RESTARTED_AT), restartedAt, "not recorded as a restart");
   assert.deepEqual(healCounts(), heals, "no ALWAYS");
-  assert.deepEqual(decisions("reconnect").sort(), stack.pvs.map((pv) => [pv, "IF_ABNORMAL"]));
+  assert.deepEqual(
+    decisions("reconnect").sort(),
+    stack.pvs.map((pv) => [pv, "IF_ABNORMAL"]),
+  );
   assert.ok(checkCounts().every((n, i) => n > checks[i]!));
 });
 
@@ -112,12 +118,19 @@ test("(4) the node-plugin pod replaced while the controller is stopped, its obje
   await waitFor("the new pod's object", () => stack.annotation("sidecar.csiaddons.openshift.io/createdByPodUID") === NEW_POD_UID);
   assert.equal(stack.annotation(HANDLED), undefined, "no history: a first sight");
   await startController(["--per-node-concurrency=1"]);
-  const waiting = await waitFor("volumes waiting", async () => /csi_addons_healer_volumes_waiting\{trigger="first-sight"\} [1-9]/.exec(await controller!.metrics()));
+  const waiting = await waitFor("volumes waiting", async () =>
+    /csi_addons_healer_volumes_waiting\{trigger="first-sight"\} [1-9]/.exec(await controller!.metrics()),
+  );
   assert.ok(waiting);
   assert.match(await controller!.metrics(), /csi_addons_healer_nodes_waiting\{trigger="first-sight"\} 1/);
   await stack.waitHandled(30_000);
-  await waitFor("the queue metrics back at zero", async () => /csi_addons_healer_volumes_waiting\{trigger="first-sight"\} 0\n/.test(await controller!.metrics()));
+  await waitFor("the queue metrics back at zero", async () =>
+    /csi_addons_healer_volumes_waiting\{trigger="first-sight"\} 0\n/.test(await controller!.metrics()),
+  );
   assert.match(await controller!.metrics(), /csi_addons_healer_nodes_waiting\{trigger="first-sight"\} 0\n/);
   assert.deepEqual(healCounts(), plus(start, 1), "every volume staged by the old pod healed ALWAYS");
-  assert.deepEqual(decisions("first-sight").sort(), stack.pvs.map((pv) => [pv, "ALWAYS"]));
+  assert.deepEqual(
+    decisions("first-sight").sort(),
+    stack.pvs.map((pv) => [pv, "ALWAYS"]),
+  );
 });

@@ -34,11 +34,18 @@ test("a sidecar that is down is retried and healed once it is back", async () =>
 
   controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath });
   await waitLog(controller, { message: "restart heal", trigger: "restart" });
-  await waitFor("the controller to retry the unreachable sidecar", () => controller!.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3, { timeoutMs: 30_000 });
+  await waitFor(
+    "the controller to retry the unreachable sidecar",
+    () => controller!.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3,
+    { timeoutMs: 30_000 },
+  );
   assert.equal(stack.stub.calls({ method: "NodeHealVolume" }).length, 0);
   const connections = async (state: string) => new RegExp(`csi_addons_healer_sidecar_connections\\{state="${state}"\\} 1`).test(await controller!.metrics());
   await waitFor("the sidecar counted as unreachable", () => connections("unreachable"));
-  const reasons = controller.logLines().filter((l) => l.message === "waiting for sidecar").map((l) => String(l["reason"]));
+  const reasons = controller
+    .logLines()
+    .filter((l) => l.message === "waiting for sidecar")
+    .map((l) => String(l["reason"]));
   assert.match(reasons[0] ?? "", /^unreachable at .*: UNAVAILABLE: .*ECONNREFUSED/, "the log says why");
 
   // Its pod gone too: the endpoint cannot be resolved; the controller keeps asking for the pod.
@@ -48,7 +55,13 @@ test("a sidecar that is down is retried and healed once it is back", async () =>
 
   await stack.startSidecar();
   await stack.waitHandled();
-  assert.deepEqual(stack.pvs.map((pv) => stack.heals(pv)), [1, 1]);
-  assert.deepEqual(controller.heals({ trigger: "restart", result: "HEALED" }).length + controller.heals({ trigger: "restart", result: "NOT_NEEDED" }).length, 2);
+  assert.deepEqual(
+    stack.pvs.map((pv) => stack.heals(pv)),
+    [1, 1],
+  );
+  assert.deepEqual(
+    controller.heals({ trigger: "restart", result: "HEALED" }).length + controller.heals({ trigger: "restart", result: "NOT_NEEDED" }).length,
+    2,
+  );
   assert.ok(await connections("serving"));
 });

@@ -43,13 +43,21 @@ after(async () => {
   await stack?.stop();
 });
 
-const secureArgs = (caFile: string, token = tokenFile) => ["--sidecar-tls=true", `--sidecar-ca-file=${caFile}`, "--sidecar-tls-server-name=localhost", `--token-file=${token}`];
+const secureArgs = (caFile: string, token = tokenFile) => [
+  "--sidecar-tls=true",
+  `--sidecar-ca-file=${caFile}`,
+  "--sidecar-tls-server-name=localhost",
+  `--token-file=${token}`,
+];
 
 test("TLS verified against the CA, bearer token accepted; a rotated token is re-read", async () => {
   const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: secureArgs(tls.certFile) });
   controllers.push(c);
   await stack.waitHandled();
-  assert.deepEqual(c.heals({ trigger: "first-sight" }).map((l) => l.result), ["NOT_NEEDED", "NOT_NEEDED"]);
+  assert.deepEqual(
+    c.heals({ trigger: "first-sight" }).map((l) => l.result),
+    ["NOT_NEEDED", "NOT_NEEDED"],
+  );
 
   // The kubelet rotates the projected token; the old one stops being valid.
   stack.kube.auth.addToken("token-2", { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
@@ -57,8 +65,15 @@ test("TLS verified against the CA, bearer token accepted; a rotated token is re-
   stack.kube.auth.addToken("token-1", { username: HEALER_USER, audiences: [AUDIENCE], expired: true });
   await stack.crashDriver();
   await stack.waitHandled();
-  assert.deepEqual(stack.pvs.map((pv) => stack.heals(pv)), [1, 1], "healed with the new token");
-  assert.deepEqual(c.heals({ trigger: "restart" }).map((l) => l.result), ["NOT_NEEDED", "NOT_NEEDED"]);
+  assert.deepEqual(
+    stack.pvs.map((pv) => stack.heals(pv)),
+    [1, 1],
+    "healed with the new token",
+  );
+  assert.deepEqual(
+    c.heals({ trigger: "restart" }).map((l) => l.result),
+    ["NOT_NEEDED", "NOT_NEEDED"],
+  );
 });
 
 test("a sidecar whose certificate the CA does not verify is never called", async () => {
@@ -66,7 +81,9 @@ test("a sidecar whose certificate the CA does not verify is never called", async
   const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: [...secureArgs(other.certFile), "--check-interval=300ms"] });
   controllers.push(c);
   const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
-  await waitFor("the controller to try the sidecar several times", () => c.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3, { timeoutMs: 30_000 });
+  await waitFor("the controller to try the sidecar several times", () => c.logLines().filter((l) => l.message === "waiting for sidecar").length >= 3, {
+    timeoutMs: 30_000,
+  });
   await waitLog(c, { message: "waiting for sidecar" });
   const reason = String(c.logLines().find((l) => l.message === "waiting for sidecar")!["reason"]);
   assert.match(reason, /^unreachable at .*: UNAVAILABLE: .*certificate/i, "the log names the certificate, not a sidecar that is not SERVING");
@@ -82,8 +99,13 @@ test("a token the sidecar refuses: nothing reaches the driver, the sidecar is co
   const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args });
   controllers.push(c);
   const before = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
-  await waitFor("the sidecar counted as failing", async () => /csi_addons_healer_sidecar_connections\{state="failing"\} 1/.test(await c.metrics()), { timeoutMs: 30_000 });
-  const reasons = c.logLines().filter((l) => l.message === "waiting for sidecar").map((l) => String(l["reason"]));
+  await waitFor("the sidecar counted as failing", async () => /csi_addons_healer_sidecar_connections\{state="failing"\} 1/.test(await c.metrics()), {
+    timeoutMs: 30_000,
+  });
+  const reasons = c
+    .logLines()
+    .filter((l) => l.message === "waiting for sidecar")
+    .map((l) => String(l["reason"]));
   assert.match(reasons[0] ?? "", /^SERVING at .*, but GetCapabilities failed: UNAUTHENTICATED/);
   assert.ok(!reasons.some((r) => r.includes("token-nobody-issued")), "the token itself is never logged");
   assert.equal(c.heals().length, 0);

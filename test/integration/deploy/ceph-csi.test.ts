@@ -10,9 +10,26 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { startTs, tempDir, type Proc } from "../../support/proc.js";
-import { CEPH_EXAMPLES, driverAddonsEndpoint, noCephCsi, readCephManifest, socketInVolume, upstreamWorkload, type CephExample } from "../../support/deploy/ceph-csi.js";
+import {
+  CEPH_EXAMPLES,
+  driverAddonsEndpoint,
+  noCephCsi,
+  readCephManifest,
+  socketInVolume,
+  upstreamWorkload,
+  type CephExample,
+} from "../../support/deploy/ceph-csi.js";
 import { deployDir, findOne, noKubectl, parseYamlDocuments, render, renderOverlay, type K8sObject } from "../../support/deploy/load.js";
-import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, flagsOf, listeningPorts, volumeOf, type DaemonSetDoc } from "../../support/deploy/pod.js";
+import {
+  SIDECAR_FLAGS,
+  assertHardened,
+  assertSidecarInPod,
+  containerOf,
+  flagsOf,
+  listeningPorts,
+  volumeOf,
+  type DaemonSetDoc,
+} from "../../support/deploy/pod.js";
 import { validateStrict } from "../../support/deploy/validate.js";
 
 const SIDECAR = "csi-addons-healer";
@@ -36,8 +53,14 @@ describe("the Ceph-CSI examples on Ceph-CSI's own manifests", { skip }, () => {
       test("keeps every container of the original, in order, and adds the sidecar beside the driver", () => {
         const pod = workload().spec.template.spec;
         const names = pod.containers.map((c) => c.name);
-        assert.deepEqual(names.filter((n) => n !== SIDECAR), original().containers.map((c) => c.name));
-        assert.deepEqual(pod.containers.filter((c) => c.name !== SIDECAR).map((c) => c.image), original().containers.map((c) => c.image));
+        assert.deepEqual(
+          names.filter((n) => n !== SIDECAR),
+          original().containers.map((c) => c.name),
+        );
+        assert.deepEqual(
+          pod.containers.filter((c) => c.name !== SIDECAR).map((c) => c.image),
+          original().containers.map((c) => c.image),
+        );
         assert.equal(names.filter((n) => n === SIDECAR).length, 1);
         assert.equal(names.indexOf(SIDECAR), names.indexOf(e.driver) + 1, "the sidecar is beside the driver container");
         for (const c of original().containers.filter((x) => x.name !== e.driver)) assert.deepEqual(containerOf(pod, c.name), c, `${c.name} is changed`);
@@ -45,10 +68,22 @@ describe("the Ceph-CSI examples on Ceph-CSI's own manifests", { skip }, () => {
         const [before, after] = [containerOf(original(), e.driver), containerOf(pod, e.driver)];
         assert.deepEqual(after.args, before.args);
         assert.deepEqual({ ...after, env: undefined, volumeMounts: undefined }, { ...before, env: undefined, volumeMounts: undefined });
-        for (const m of before.volumeMounts ?? []) assert.deepEqual(after.volumeMounts?.find((x) => x.mountPath === m.mountPath), m);
-        for (const v of before.env ?? []) if (v.name !== "CSI_ADDONS_ENDPOINT") assert.deepEqual(after.env?.find((x) => x.name === v.name), v);
+        for (const m of before.volumeMounts ?? [])
+          assert.deepEqual(
+            after.volumeMounts?.find((x) => x.mountPath === m.mountPath),
+            m,
+          );
+        for (const v of before.env ?? [])
+          if (v.name !== "CSI_ADDONS_ENDPOINT")
+            assert.deepEqual(
+              after.env?.find((x) => x.name === v.name),
+              v,
+            );
         for (const v of original().volumes) assert.deepEqual(volumeOf(pod, v.name), v);
-        assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(), (parseYamlDocuments(readCephManifest(e.manifest), e.manifest) as K8sObject[]).map((o) => `${o.kind}/${o.metadata.name}`).sort());
+        assert.deepEqual(
+          objects.map((o) => `${o.kind}/${o.metadata.name}`).sort(),
+          (parseYamlDocuments(readCephManifest(e.manifest), e.manifest) as K8sObject[]).map((o) => `${o.kind}/${o.metadata.name}`).sort(),
+        );
       });
 
       test("the sidecar dials the socket the driver serves, in a pod-local emptyDir only the two mount", () => {
@@ -79,16 +114,21 @@ describe("the Ceph-CSI examples on Ceph-CSI's own manifests", { skip }, () => {
         const bindings = render(e.dir).filter((o) => o.kind.endsWith("Binding")) as (K8sObject & { subjects: unknown })[];
         // base/'s two; a controller plugin (it takes part in the Lease election) also components/controller-plugin-lease's.
         assert.equal(bindings.length, e.kind === "Deployment" ? 3 : 2, bindings.map((b) => b.metadata.name).join(", "));
-        for (const b of bindings) assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: workload().metadata.namespace }]);
+        for (const b of bindings)
+          assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: workload().metadata.namespace }]);
       });
     });
   }
 
   test("the RBD and CephFS node plugins' sidecars, both on the host network of every node, take different ports", () => {
-    const ports = (dir: string) => listeningPorts(containerOf((findOne(patched(CEPH_EXAMPLES.find((e) => e.dir === dir)!), "DaemonSet") as DaemonSetDoc).spec.template.spec, SIDECAR));
+    const ports = (dir: string) =>
+      listeningPorts(containerOf((findOne(patched(CEPH_EXAMPLES.find((e) => e.dir === dir)!), "DaemonSet") as DaemonSetDoc).spec.template.spec, SIDECAR));
     const [rbd, cephfs] = [ports("examples/ceph-csi-rbd"), ports("examples/ceph-csi-cephfs")];
     assert.equal(rbd.length, 2);
-    assert.deepEqual(rbd.filter((p) => cephfs.includes(p)), []);
+    assert.deepEqual(
+      rbd.filter((p) => cephfs.includes(p)),
+      [],
+    );
   });
 
   describe("applied to the API server", () => {
@@ -113,7 +153,8 @@ describe("the Ceph-CSI examples on Ceph-CSI's own manifests", { skip }, () => {
         const rendered = findOne(patched(e), e.kind, e.name) as DaemonSetDoc;
         const file = join(tempDir("ceph-csi-apply-"), "patched.json");
         writeFileSync(file, JSON.stringify(rendered));
-        const kubectl = (...args: string[]) => spawnSync("kubectl", args, { encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 60_000 });
+        const kubectl = (...args: string[]) =>
+          spawnSync("kubectl", args, { encoding: "utf8", env: { ...process.env, KUBECONFIG: kubeconfig }, timeout: 60_000 });
         const applied = kubectl("apply", "-f", file);
         assert.equal(applied.status, 0, applied.stderr);
         const got = kubectl("-n", "ceph-csi", "get", e.kind.toLowerCase(), e.name, "-o", "json");

@@ -7,11 +7,22 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { deployDir, findOne, noKubectl, readKustomization, render } from "../../support/deploy/load.js";
-import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, mountOf, podSecurityRestrictedViolations, volumeOf, type DaemonSetDoc } from "../../support/deploy/pod.js";
+import {
+  SIDECAR_FLAGS,
+  assertHardened,
+  assertSidecarInPod,
+  containerOf,
+  mountOf,
+  podSecurityRestrictedViolations,
+  volumeOf,
+  type DaemonSetDoc,
+} from "../../support/deploy/pod.js";
 import { sidecarServiceAccount } from "../../support/deploy/rbac.js";
 
 describe("example DaemonSet", { skip: noKubectl }, () => {
-  const ds = (noKubectl ? { spec: { template: { metadata: { labels: {} }, spec: { containers: [], volumes: [] } } } } : findOne(render(""), "DaemonSet")) as DaemonSetDoc;
+  const ds = (
+    noKubectl ? { spec: { template: { metadata: { labels: {} }, spec: { containers: [], volumes: [] } } } } : findOne(render(""), "DaemonSet")
+  ) as DaemonSetDoc;
   const pod = ds.spec.template.spec;
   const readme = readFileSync(join(deployDir, "README.md"), "utf8");
 
@@ -44,7 +55,7 @@ describe("example DaemonSet", { skip: noKubectl }, () => {
     assert.equal(pod.securityContext?.fsGroup, sidecar.securityContext?.runAsGroup, "fsGroup gives the sidecar the socket and the key");
   });
 
-  test("the pod meets Pod Security \"restricted\", the level its namespace enforces", () => {
+  test('the pod meets Pod Security "restricted", the level its namespace enforces', () => {
     const namespace = findOne(render(""), "Namespace");
     assert.equal(namespace.metadata.labels?.["pod-security.kubernetes.io/enforce"], "restricted");
     assert.deepEqual(podSecurityRestrictedViolations(pod), []);
@@ -91,7 +102,9 @@ describe("example DaemonSet", { skip: noKubectl }, () => {
   });
 
   test("deploy/README.md lists the pod's ports and uses the names the manifests use", () => {
-    for (const c of pod.containers) for (const p of c.ports ?? []) assert.match(readme, new RegExp(`\\| ${p.containerPort} \\|`), `port ${p.containerPort} is not in the README's port table`);
+    for (const c of pod.containers)
+      for (const p of c.ports ?? [])
+        assert.match(readme, new RegExp(`\\| ${p.containerPort} \\|`), `port ${p.containerPort} is not in the README's port table`);
     const driverArgs = containerOf(pod, "driver").args ?? [];
     const tlsSecret = pod.volumes.find((v) => v.secret)?.secret?.secretName;
     for (const name of [

@@ -88,7 +88,10 @@ describe("Dockerfile", () => {
     assert.deepEqual(step(runtime, "RUN"), [], "distroless has no shell: no RUN in the sidecar stage");
     const copies = step(runtime, "COPY");
     assert.ok(copies.length > 0 && copies.every((c) => c.startsWith("--from=")), "the sidecar stage copies only from build stages");
-    assert.deepEqual(step(stage("driver-stub"), "RUN").filter((r) => /\b(npm|npx|yarn)\s+\w/.test(r)), []);
+    assert.deepEqual(
+      step(stage("driver-stub"), "RUN").filter((r) => /\b(npm|npx|yarn)\s+\w/.test(r)),
+      [],
+    );
   });
 
   test("the build stage bundles the sidecar and the controller (npm run build runs scripts/bundle.mjs, copied before) and the sidecar image ships the bundles", () => {
@@ -99,8 +102,15 @@ describe("Dockerfile", () => {
       assert.ok(readFileSync(join(repoRoot, "scripts/bundle.mjs"), "utf8").includes(`"${bundle}"`), `scripts/bundle.mjs writes ${bundle}`);
     }
     const runIndex = build.steps.findIndex((st) => st.op === "RUN" && /\bnpm run build\b/.test(st.args));
-    assert.ok(runIndex > 0 && build.steps.slice(0, runIndex).some((st) => st.op === "COPY" && /^scripts\/(bundle\.mjs)?\s/.test(st.args)), "scripts/bundle.mjs is copied before the build");
-    assert.doesNotMatch(step(build, "RUN").find((r) => /\bnpm ci\b/.test(r))!, /--omit=optional/, "esbuild's platform binary is an optional dependency");
+    assert.ok(
+      runIndex > 0 && build.steps.slice(0, runIndex).some((st) => st.op === "COPY" && /^scripts\/(bundle\.mjs)?\s/.test(st.args)),
+      "scripts/bundle.mjs is copied before the build",
+    );
+    assert.doesNotMatch(
+      step(build, "RUN").find((r) => /\bnpm ci\b/.test(r))!,
+      /--omit=optional/,
+      "esbuild's platform binary is an optional dependency",
+    );
     // That the bundles, their chunks and the vendor .proto files all reach the image: image-files.test.ts
     // runs this stage's assembling command and starts both programs from what it copied.
     assert.ok(assembleCommand(stages).includes("/out/sidecar/dist"));
@@ -117,12 +127,18 @@ describe("Dockerfile", () => {
     const entry = JSON.parse(step(runtime, "ENTRYPOINT").at(-1)!) as string[];
     assert.deepEqual(
       step(cache, "RUN").map((r) => JSON.parse(r) as string[]),
-      [[...entry, "--version"], [...controllerCommand(), "--version"]],
+      [
+        [...entry, "--version"],
+        [...controllerCommand(), "--version"],
+      ],
       "it runs the sidecar's entrypoint and the controller's command once each (exec form: distroless has no shell)",
     );
     const writable = step(cache, "COPY").find((c) => c.includes(`--chown=${user}`) && c.trim().endsWith(".compile-cache/"));
     assert.ok(writable && relative(step(cache, "WORKDIR").at(-1)!, dir) === ".compile-cache", "the folder belongs to that user while the cache is made");
-    assert.ok(step(runtime, "COPY").includes(`--from=compile-cache --chown=${user} ${dir}/ .compile-cache/`), "the sidecar stage copies it, owned by the user that reads it");
+    assert.ok(
+      step(runtime, "COPY").includes(`--from=compile-cache --chown=${user} ${dir}/ .compile-cache/`),
+      "the sidecar stage copies it, owned by the user that reads it",
+    );
     assert.equal(step(runtime, "WORKDIR").at(-1), step(cache, "WORKDIR").at(-1), "at the path it was made for");
   });
 
@@ -148,11 +164,17 @@ describe("Dockerfile", () => {
 
   test("production dependencies only, without install scripts; the sidecar image none at all (its programs are bundles)", () => {
     const installs = stages.flatMap((s) => step(s, "RUN")).filter((r) => /\bnpm (ci|install|i)\b/.test(r));
-    assert.ok(installs.every((r) => /\bnpm ci\b/.test(r) && r.includes("--ignore-scripts")), installs.join("\n"));
+    assert.ok(
+      installs.every((r) => /\bnpm ci\b/.test(r) && r.includes("--ignore-scripts")),
+      installs.join("\n"),
+    );
     const deps = stages.find((s) => step(s, "RUN").some((r) => r.includes("--omit=dev")));
     assert.ok(deps?.name, "a stage installs with --omit=dev");
     assert.ok(step(stage("driver-stub"), "COPY").some((c) => c.startsWith(`--from=${deps.name} `) && c.includes("node_modules")));
-    assert.deepEqual(step(runtime, "COPY").filter((c) => c.includes("node_modules") || c.startsWith(`--from=${deps.name} `)), []);
+    assert.deepEqual(
+      step(runtime, "COPY").filter((c) => c.includes("node_modules") || c.startsWith(`--from=${deps.name} `)),
+      [],
+    );
   });
 
   test("production code imports only Node built-ins, dependencies and its own files", () => {
@@ -169,7 +191,9 @@ describe("Dockerfile", () => {
   });
 
   test("everything copied from the context exists and passes .dockerignore", () => {
-    const sources = stages.flatMap((s) => step(s, "COPY")).filter((c) => !c.startsWith("--from="))
+    const sources = stages
+      .flatMap((s) => step(s, "COPY"))
+      .filter((c) => !c.startsWith("--from="))
       .flatMap((c) => c.split(/\s+/).slice(0, -1));
     assert.ok(sources.length > 0);
     for (const src of sources) {
@@ -179,7 +203,10 @@ describe("Dockerfile", () => {
     }
     const tsconfig = JSON.parse(readFileSync(join(repoRoot, "tsconfig.build.json"), "utf8")) as { include: string[] };
     for (const dir of tsconfig.include) {
-      assert.ok(sources.some((s) => dir === normalize(s).replace(/\/$/, "") || dir.startsWith(normalize(s))), `${dir} is compiled but not copied`);
+      assert.ok(
+        sources.some((s) => dir === normalize(s).replace(/\/$/, "") || dir.startsWith(normalize(s))),
+        `${dir} is compiled but not copied`,
+      );
     }
     for (const kept of ["node_modules", "dist", "test", ".git", "deploy", "node_modules/x", "sidecar/node_modules"]) {
       assert.ok(ignored(kept, dockerignore), `${kept} reaches the build context`);
@@ -196,12 +223,22 @@ describe("Dockerfile", () => {
     assert.ok(existsSync(join(repoRoot, "sidecar/main.ts")));
     // The controller's Deployment runs the image's other bin, which runs the bundled controller.
     assert.equal(relative(workdir, controllerCommand()[1]!), normalize(pkg.bin["csi-addons-healer-controller"]!));
-    assert.ok(readFileSync(join(repoRoot, pkg.bin["csi-addons-healer-controller"]!), "utf8").includes(`../${CONTROLLER_BUNDLE}`), "the bin runs the bundled controller");
+    assert.ok(
+      readFileSync(join(repoRoot, pkg.bin["csi-addons-healer-controller"]!), "utf8").includes(`../${CONTROLLER_BUNDLE}`),
+      "the bin runs the bundled controller",
+    );
 
     const user = step(runtime, "USER").at(-1)!.split(":");
     if (noKubectl) return;
     const ds = findOne(render(""), "DaemonSet") as unknown as {
-      spec: { template: { spec: { securityContext: { fsGroup: number }; containers: { name: string; image: string; command?: string[]; securityContext: { runAsUser: number; runAsGroup?: number } }[] } } };
+      spec: {
+        template: {
+          spec: {
+            securityContext: { fsGroup: number };
+            containers: { name: string; image: string; command?: string[]; securityContext: { runAsUser: number; runAsGroup?: number } }[];
+          };
+        };
+      };
     };
     const pod = ds.spec.template.spec;
     const sidecar = pod.containers.find((c) => c.name === "csi-addons-healer")!;
@@ -225,18 +262,27 @@ describe("Dockerfile", () => {
     writeFileSync(join(dir, "docker"), `#!/bin/sh\necho "$*" >> ${log}\ncase "$*" in *imagetools*) echo ${digest};; esac\n`);
     chmodSync(join(dir, "docker"), 0o755);
     const run = (args: string[], env: Record<string, string> = {}) =>
-      spawnSync("bash", [join(repoRoot, "scripts/build-image.sh"), ...args], { encoding: "utf8", env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, ...env } });
+      spawnSync("bash", [join(repoRoot, "scripts/build-image.sh"), ...args], {
+        encoding: "utf8",
+        env: { ...process.env, PATH: `${dir}:${process.env.PATH}`, ...env },
+      });
     const r = run(["registry.example.com", "1.2.3"]);
     assert.equal(r.status, 0, r.stderr);
     const calls = readFileSync(log, "utf8").trim().split("\n");
     const builds = calls.filter((c) => c.startsWith("buildx build"));
     assert.equal(builds.length, 2);
-    for (const [target, image] of [["sidecar", "csi-addons-healer"], ["driver-stub", "csi-addons-healer-driver-stub"]]) {
+    for (const [target, image] of [
+      ["sidecar", "csi-addons-healer"],
+      ["driver-stub", "csi-addons-healer-driver-stub"],
+    ]) {
       const b = builds.find((c) => c.includes(`--target ${target} `));
       assert.ok(b, `no build of ${target}`);
       assert.match(b, /--platform linux\/amd64,linux\/arm64 /);
       assert.match(b, new RegExp(`--tag registry\\.example\\.com/${image}:1\\.2\\.3 `));
-      assert.ok(b.includes(`NODE_IMAGE=node:24-bookworm-slim@${digest}`) && b.includes(`RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@${digest}`), b);
+      assert.ok(
+        b.includes(`NODE_IMAGE=node:24-bookworm-slim@${digest}`) && b.includes(`RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@${digest}`),
+        b,
+      );
       assert.ok(b.includes(`NODE_IMAGE_DIGEST=${digest}`) && b.includes("VERSION=1.2.3"), b);
       assert.match(b, /--push$/);
     }

@@ -27,7 +27,12 @@ import { servedCertificate } from "../../support/secure-sidecar.js";
 import { assembleCommand, DOCKERFILE, readStages } from "../../support/deploy/dockerfile.js";
 
 const stages = readStages(DOCKERFILE);
-const entrypoint = JSON.parse(stages.at(-1)!.steps.filter((s) => s.op === "ENTRYPOINT").at(-1)!.args) as string[];
+const entrypoint = JSON.parse(
+  stages
+    .at(-1)!
+    .steps.filter((s) => s.op === "ENTRYPOINT")
+    .at(-1)!.args,
+) as string[];
 
 let out: string;
 /** The image's entrypoint script, and the controller's bin, in the assembled tree. */
@@ -62,7 +67,14 @@ async function startImageSidecar(name: string, args: string[]): Promise<LoggedPr
   writeFileSync(kubeconfig, stringify(JSON.parse(readFileSync(kube.kubeconfigPath, "utf8"))));
   const logFile = join(dir, "sidecar.log");
   const base = localSidecarArgs({ build: "compiled", driverSocket: driver.addonsSocket, kubeconfig, logFile }).filter((a) => !a.startsWith("--enable-auth"));
-  const p = await spawnLogged({ what: `the image's sidecar (${name})`, entry: relative(repoRoot, bin), nodeArgs: SIDECAR_NODE_FLAGS, args: [...base, ...args], logFile, startedMessage: "sidecar started" });
+  const p = await spawnLogged({
+    what: `the image's sidecar (${name})`,
+    entry: relative(repoRoot, bin),
+    nodeArgs: SIDECAR_NODE_FLAGS,
+    args: [...base, ...args],
+    logFile,
+    startedMessage: "sidecar started",
+  });
   running.push(p);
   await p.waitReadyz(200);
   return p;
@@ -108,8 +120,14 @@ function startedWith(nodeArgs: readonly string[], file: string, nodeOptions: str
 
 describe("the image's entry points carry deploy/'s heap caps, and NODE_OPTIONS overrides them", () => {
   test("the ENTRYPOINT and deploy/'s controller command give Node no V8 flag (one there would win over NODE_OPTIONS)", () => {
-    assert.deepEqual(entrypoint.filter((a) => a.startsWith("--")), []);
-    assert.deepEqual(controllerCommand().filter((a) => a.startsWith("--")), []);
+    assert.deepEqual(
+      entrypoint.filter((a) => a.startsWith("--")),
+      [],
+    );
+    assert.deepEqual(
+      controllerCommand().filter((a) => a.startsWith("--")),
+      [],
+    );
   });
 
   for (const [program, deployFlags] of [
@@ -121,7 +139,11 @@ describe("the image's entry points carry deploy/'s heap caps, and NODE_OPTIONS o
       const caps = heapFlags(deployFlags);
       assert.equal(caps.length, 2, `deploy/ caps the ${program}'s old and young generations: ${deployFlags.join(" ")}`);
       const asDeployed = startedWith([], file, caps.join(" "));
-      assert.deepEqual(asDeployed.execArgv.filter((f) => f !== "--import" && !f.startsWith("data:")), [], "NODE_OPTIONS gives them: started once, as it was");
+      assert.deepEqual(
+        asDeployed.execArgv.filter((f) => f !== "--import" && !f.startsWith("data:")),
+        [],
+        "NODE_OPTIONS gives them: started once, as it was",
+      );
 
       const bare = startedWith([], file, undefined);
       assert.equal(bare.pid, bare.spawnedPid, "replaced in place (same pid: the container's process), not a child");
@@ -131,7 +153,10 @@ describe("the image's entry points carry deploy/'s heap caps, and NODE_OPTIONS o
       // A bigger old space through NODE_OPTIONS wins; the young generation keeps its default cap.
       const bigger = startedWith([], file, "--max-old-space-size=400");
       const expected = startedWith(["--max-old-space-size=400", caps.find((f) => f.startsWith("--max-semi"))!], file, undefined);
-      assert.deepEqual(heapFlags(bigger.execArgv), caps.filter((f) => f.startsWith("--max-semi")));
+      assert.deepEqual(
+        heapFlags(bigger.execArgv),
+        caps.filter((f) => f.startsWith("--max-semi")),
+      );
       assert.equal(bigger.heapLimit, expected.heapLimit);
       assert.ok(bigger.heapLimit > asDeployed.heapLimit + 200 * 1024 ** 2, `${bigger.heapLimit} vs ${asDeployed.heapLimit}`);
     });
@@ -151,7 +176,10 @@ describe("the image's compile cache", () => {
       assert.equal(node(["--version"], {}).status, 0);
       const next = node(["--version"], { NODE_DEBUG_NATIVE: "COMPILE_CACHE" });
       const accepted = next.stderr.split("\n").filter((l) => /V8 code cache for ESM \S+ was accepted/.test(l));
-      assert.ok(accepted.some((l) => l.includes(`/${bundle} `)), next.stderr);
+      assert.ok(
+        accepted.some((l) => l.includes(`/${bundle} `)),
+        next.stderr,
+      );
       assert.doesNotMatch(next.stderr, /was rejected|mismatch/);
     });
   }
@@ -175,7 +203,9 @@ describe("the controller from the image's files", () => {
     // Node's deprecation warnings about client-node's dependencies (the built-in punycode, url.parse)
     // are printed for code outside node_modules, as a bundle is: one went into the bundle as the
     // userland package, the other is silenced by deploy/'s NODE_OPTIONS.
-    const stray = readFileSync(logFile, "utf8").split("\n").filter((l) => l.trim() !== "" && !l.startsWith("{"));
+    const stray = readFileSync(logFile, "utf8")
+      .split("\n")
+      .filter((l) => l.trim() !== "" && !l.startsWith("{"));
     assert.deepEqual(stray, []);
   });
 });

@@ -27,11 +27,17 @@ const skip = noKubectl;
 const clusterScoped = new Set(["Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"]);
 const rbacKinds = ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
 const kinds = (objects: K8sObject[]) => [...new Set(objects.map((o) => o.kind))].sort();
-const names = (objects: K8sObject[], kind: string) => objects.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
+const names = (objects: K8sObject[], kind: string) =>
+  objects
+    .filter((o) => o.kind === kind)
+    .map((o) => o.metadata.name)
+    .sort();
 type Binding = K8sObject & { roleRef: { kind: string; name: string }; subjects: { kind: string; name: string; namespace?: string }[] };
 const bindings = (objects: K8sObject[]) => objects.filter((o) => o.kind.endsWith("Binding")) as Binding[];
 /** Components other helpers own: referenced from the top level when they exist. */
-const componentDirs = readdirSync(join(deployDir, "components")).filter((d) => existsSync(join(deployDir, "components", d, "kustomization.yaml"))).sort();
+const componentDirs = readdirSync(join(deployDir, "components"))
+  .filter((d) => existsSync(join(deployDir, "components", d, "kustomization.yaml")))
+  .sort();
 
 const top = skip ? [] : render("");
 const base = skip ? [] : render("base");
@@ -55,7 +61,11 @@ describe("deploy/ layout", { skip }, () => {
     }
     // Opt-in components (issue 48): the upstream controller's access, and the Lease of controller plugins.
     const optIn = ["controller-plugin-lease", "upstream-controller-access"];
-    assert.deepEqual(readKustomization().components, componentDirs.filter((d) => !optIn.includes(d)).map((d) => `components/${d}`), "the top level installs every component but the opt-in ones");
+    assert.deepEqual(
+      readKustomization().components,
+      componentDirs.filter((d) => !optIn.includes(d)).map((d) => `components/${d}`),
+      "the top level installs every component but the opt-in ones",
+    );
   });
 
   test("every rendered object validates against its Kubernetes schema, with no unknown fields", () => {
@@ -105,7 +115,10 @@ describe("deploy/ layout", { skip }, () => {
       assert.ok(!objects.some((o) => o.kind === "Namespace"), `components/${d} creates a Namespace`);
     }
     assert.ok(!ceph.some((o) => o.kind === "Namespace"), "the Ceph-CSI example creates a Namespace");
-    assert.deepEqual(kinds(renderOverlay({ resources: ["base"], components: ["components/example-driver"] })), ["DaemonSet", ...rbacKinds, "ServiceAccount"].sort());
+    assert.deepEqual(
+      kinds(renderOverlay({ resources: ["base"], components: ["components/example-driver"] })),
+      ["DaemonSet", ...rbacKinds, "ServiceAccount"].sort(),
+    );
     assert.deepEqual(names(top, "Namespace"), [readKustomization().namespace]);
   });
 
@@ -123,12 +136,21 @@ describe("deploy/ layout", { skip }, () => {
   test("the example install has a namespace of its own: never the upstream controller's, which it only names as a subject", () => {
     const upstreamNamespace = "csi-addons-system";
     assert.notEqual(readKustomization().namespace, upstreamNamespace);
-    assert.ok(!top.some((o) => o.metadata.name === upstreamNamespace || o.metadata.namespace === upstreamNamespace), "`kubectl delete -k deploy/` would delete the upstream controller's objects");
+    assert.ok(
+      !top.some((o) => o.metadata.name === upstreamNamespace || o.metadata.namespace === upstreamNamespace),
+      "`kubectl delete -k deploy/` would delete the upstream controller's objects",
+    );
     // The upstream controller's access is opt-in (issue 48): not in the default install, only with its component.
-    assert.deepEqual(bindings(top).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace)), []);
+    assert.deepEqual(
+      bindings(top).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace)),
+      [],
+    );
     const withAccess = renderOverlay({ resources: [""], components: ["components/upstream-controller-access"] });
     const upstream = bindings(withAccess).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace));
-    assert.deepEqual(upstream.map((b) => `${b.kind}/${b.metadata.name}`), ["ClusterRoleBinding/csi-addons-healer-upstream-caller"]);
+    assert.deepEqual(
+      upstream.map((b) => `${b.kind}/${b.metadata.name}`),
+      ["ClusterRoleBinding/csi-addons-healer-upstream-caller"],
+    );
     assert.deepEqual(upstream[0]!.subjects, [{ kind: "ServiceAccount", name: "csi-addons-controller-manager", namespace: upstreamNamespace }]);
   });
 
@@ -176,7 +198,9 @@ describe("deploy/ layout", { skip }, () => {
     assert.ok(sidecar.args?.includes("--require-tls-files"));
     assert.equal(names(controllerPlugin, "Namespace").length, 0);
     for (const b of bindings(controllerPlugin)) {
-      assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: pod.serviceAccountName, namespace: readKustomization("examples/controller-plugin").namespace }]);
+      assert.deepEqual(b.subjects, [
+        { kind: "ServiceAccount", name: pod.serviceAccountName, namespace: readKustomization("examples/controller-plugin").namespace },
+      ]);
     }
     const roles = controllerPlugin.filter((o) => o.kind === "Role") as (K8sObject & { rules: Rule[] })[];
     const lease = roles.flatMap((r) => r.rules).find((r) => r.resources.includes("leases"));
@@ -204,11 +228,20 @@ describe("deploy/ layout", { skip }, () => {
 
   test("two installs (two drivers, or two namespaces) never share a cluster-scoped object", () => {
     const cephfs = renderOverlay(
-      { namespace: "ceph-csi", nameSuffix: "-ceph-csi-cephfs", resources: ["base"], patches: [{ path: "subject.yaml", target: { kind: "(Cluster)?RoleBinding", name: "csi-addons-healer" } }] },
+      {
+        namespace: "ceph-csi",
+        nameSuffix: "-ceph-csi-cephfs",
+        resources: ["base"],
+        patches: [{ path: "subject.yaml", target: { kind: "(Cluster)?RoleBinding", name: "csi-addons-healer" } }],
+      },
       { "subject.yaml": "- op: replace\n  path: /subjects/0\n  value: {kind: ServiceAccount, name: cephfs-csi-nodeplugin, namespace: ceph-csi}\n" },
     );
     const clusterNames = (objects: K8sObject[]) => objects.filter((o) => clusterScoped.has(o.kind)).map((o) => `${o.kind}/${o.metadata.name}`);
-    for (const [a, b] of [[ceph, cephfs], [ceph, top], [cephfs, top]] as const) {
+    for (const [a, b] of [
+      [ceph, cephfs],
+      [ceph, top],
+      [cephfs, top],
+    ] as const) {
       const shared = clusterNames(a).filter((n) => clusterNames(b).includes(n) && !n.startsWith("CustomResourceDefinition/"));
       assert.deepEqual(shared, []);
     }
@@ -230,7 +263,10 @@ describe("CSIAddonsNode CRD", { skip }, () => {
       ours.spec.versions.map(({ schema: _schema, ...rest }) => rest),
       upstream.spec.versions.map(({ schema: _schema, ...rest }) => rest),
     );
-    assert.deepEqual(ours.spec.versions.map((v) => v.name), ["v1alpha1"]);
+    assert.deepEqual(
+      ours.spec.versions.map((v) => v.name),
+      ["v1alpha1"],
+    );
     assert.deepEqual(ours.spec.versions[0]!.subresources, { status: {} });
   });
 
@@ -257,23 +293,38 @@ describe("CSIAddonsNode CRD", { skip }, () => {
       change(copy);
       return schemaDifferences(base, copy);
     };
-    const driverOf = (s: Schema) => ((((s.properties as Schema).spec as Schema).properties as Schema).driver as Schema);
+    const driverOf = (s: Schema) => (((s.properties as Schema).spec as Schema).properties as Schema).driver as Schema;
     const nodeID = (s: Schema) => (driverOf(s).properties as Schema).nodeID as Schema;
-    assert.deepEqual(mutate((s) => (nodeID(s).description = "reworded")), []);
-    assert.deepEqual(mutate((s) => (nodeID(s).type = "integer")), ["/properties/spec/properties/driver/properties/nodeID/type: differs"]);
-    assert.deepEqual(mutate((s) => (driverOf(s).required = ["name", "endpoint"])), ["/properties/spec/properties/driver/required: differs"]);
-    assert.deepEqual(mutate((s) => (driverOf(s).required = ["nodeID", "name", "endpoint"])), []);
-    assert.deepEqual(mutate((s) => delete nodeID(s)["x-kubernetes-validations"]), [
-      "/properties/spec/properties/driver/properties/nodeID/x-kubernetes-validations: only in upstream",
-    ]);
-    assert.deepEqual(mutate((s) => ((nodeID(s)["x-kubernetes-validations"] as Schema[])[0]!.rule = "true")), [
-      "/properties/spec/properties/driver/properties/nodeID/x-kubernetes-validations: differs",
-    ]);
-    assert.deepEqual(mutate((s) => ((driverOf(s).properties as Schema).extra = { type: "string" })), [
-      "/properties/spec/properties/driver/properties/extra: only in ours",
-    ]);
     assert.deepEqual(
-      mutate((s) => (((s.properties as Schema).status as Schema).properties as Schema).capabilities = { type: "array", items: { type: "integer" } }),
+      mutate((s) => (nodeID(s).description = "reworded")),
+      [],
+    );
+    assert.deepEqual(
+      mutate((s) => (nodeID(s).type = "integer")),
+      ["/properties/spec/properties/driver/properties/nodeID/type: differs"],
+    );
+    assert.deepEqual(
+      mutate((s) => (driverOf(s).required = ["name", "endpoint"])),
+      ["/properties/spec/properties/driver/required: differs"],
+    );
+    assert.deepEqual(
+      mutate((s) => (driverOf(s).required = ["nodeID", "name", "endpoint"])),
+      [],
+    );
+    assert.deepEqual(
+      mutate((s) => delete nodeID(s)["x-kubernetes-validations"]),
+      ["/properties/spec/properties/driver/properties/nodeID/x-kubernetes-validations: only in upstream"],
+    );
+    assert.deepEqual(
+      mutate((s) => ((nodeID(s)["x-kubernetes-validations"] as Schema[])[0]!.rule = "true")),
+      ["/properties/spec/properties/driver/properties/nodeID/x-kubernetes-validations: differs"],
+    );
+    assert.deepEqual(
+      mutate((s) => ((driverOf(s).properties as Schema).extra = { type: "string" })),
+      ["/properties/spec/properties/driver/properties/extra: only in ours"],
+    );
+    assert.deepEqual(
+      mutate((s) => ((((s.properties as Schema).status as Schema).properties as Schema).capabilities = { type: "array", items: { type: "integer" } })),
       ["/properties/status/properties/capabilities/items/type: differs"],
     );
   });
@@ -309,9 +360,15 @@ describe("RBAC", { skip }, () => {
       // "call" is the callers' permission (AUTH-POLICY): a sidecar holding it could call every sidecar.
       for (const v of ["escalate", "bind", "impersonate", "patch", "deletecollection", "call"]) assert.ok(!r.verbs.includes(v), `${v} in ${JSON.stringify(r)}`);
       if (r.resources.includes("secrets")) assert.deepEqual(r.verbs, ["get"]);
-      assert.ok(r.resources.every((res) => !res.includes("/")), `subresource in ${JSON.stringify(r)}`);
+      assert.ok(
+        r.resources.every((res) => !res.includes("/")),
+        `subresource in ${JSON.stringify(r)}`,
+      );
     }
-    assert.deepEqual(all.filter((r) => r.resources.includes("secrets")).map((r) => r.verbs), [["get"]]);
+    assert.deepEqual(
+      all.filter((r) => r.resources.includes("secrets")).map((r) => r.verbs),
+      [["get"]],
+    );
   });
 
   test("the sidecar never holds the callers' permission (call), in any rendering", () => {
@@ -327,7 +384,9 @@ describe("RBAC", { skip }, () => {
   test("every role of base/ is bound to the sidecar's ServiceAccount only", () => {
     const ruleCount = base.filter((o) => o.kind.endsWith("Role")).reduce((n, o) => n + ((o as { rules?: unknown[] }).rules?.length ?? 0), 0);
     const namespace = readKustomization("base").namespace!;
-    const baseRules = loadRbacRules([...base, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sidecarServiceAccount, namespace } }].map((doc) => ({ file: "base", doc })));
+    const baseRules = loadRbacRules(
+      [...base, { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: sidecarServiceAccount, namespace } }].map((doc) => ({ file: "base", doc })),
+    );
     assert.equal(baseRules.namespaced.length + baseRules.cluster.length, ruleCount, "a Role or ClusterRole of base/ is not bound to the sidecar");
     for (const b of bindings(base)) {
       assert.deepEqual(b.subjects, [{ kind: "ServiceAccount", name: sidecarServiceAccount, namespace }]);
@@ -338,7 +397,8 @@ describe("RBAC", { skip }, () => {
     assert.ok(rules.namespaced.some((r) => r.resources.includes("csiaddonsnodes")));
     assert.ok(rules.cluster.some((r) => r.resources.includes("secrets")));
     assert.ok(!rules.cluster.some((r) => r.resources.includes("csiaddonsnodes")), "CSIAddonsNode access must stay namespaced");
-    for (const r of all) assert.deepEqual(Object.keys(r).sort(), r.resourceNames ? ["apiGroups", "resourceNames", "resources", "verbs"] : ["apiGroups", "resources", "verbs"]);
+    for (const r of all)
+      assert.deepEqual(Object.keys(r).sort(), r.resourceNames ? ["apiGroups", "resourceNames", "resources", "verbs"] : ["apiGroups", "resources", "verbs"]);
   });
 });
 

@@ -13,7 +13,16 @@ import { after, before, describe, test } from "node:test";
 import { startTs, tempDir, type Proc } from "../../support/proc.js";
 import { CEPH_EXAMPLES, driverAddonsEndpoint, noCephCsi, readCephManifest, socketInVolume, upstreamWorkload } from "../../support/deploy/ceph-csi.js";
 import { deployDir, findOne, noKubectl, parseYamlDocuments, renderOverlay, repoRoot, type K8sObject } from "../../support/deploy/load.js";
-import { SIDECAR_FLAGS, assertHardened, assertSidecarInPod, containerOf, flagsOf, volumeOf, type Container, type DaemonSetDoc } from "../../support/deploy/pod.js";
+import {
+  SIDECAR_FLAGS,
+  assertHardened,
+  assertSidecarInPod,
+  containerOf,
+  flagsOf,
+  volumeOf,
+  type Container,
+  type DaemonSetDoc,
+} from "../../support/deploy/pod.js";
 import { validateStrict } from "../../support/deploy/validate.js";
 
 const rbd = CEPH_EXAMPLES.find((e) => e.dir === "examples/ceph-csi-rbd")!;
@@ -24,7 +33,12 @@ const section = readme.slice(readme.indexOf("## 4. Adding the sidecar to your dr
 function step(line: string, kubeconfig?: string): string {
   assert.ok(section.includes(line), `deploy/README.md section 4 does not say: ${line}`);
   const [cmd, ...args] = line.split(/\s+/);
-  const r = spawnSync(cmd!, args, { cwd: repoRoot, encoding: "utf8", env: { ...process.env, ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}) }, timeout: 60_000 });
+  const r = spawnSync(cmd!, args, {
+    cwd: repoRoot,
+    encoding: "utf8",
+    env: { ...process.env, ...(kubeconfig ? { KUBECONFIG: kubeconfig } : {}) },
+    timeout: 60_000,
+  });
   assert.equal(r.status, 0, `${line}\n${r.stderr}`);
   return r.stdout;
 }
@@ -51,8 +65,14 @@ describe("deploy/README.md: adding the sidecar to Ceph-CSI's RBD node plugin", {
   before(async () => {
     // Ceph-CSI's DaemonSet as its manifest ships it, moved into ceph-csi (it says "default").
     const seed = join(tempDir("walkthrough-"), "csi-rbdplugin.json");
-    const ds = findOne(renderOverlay({ namespace: "ceph-csi", resources: ["./upstream.yaml"] }, { "upstream.yaml": readCephManifest(rbd.manifest) }), "DaemonSet");
-    writeFileSync(seed, JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ceph-csi" } }, ds] }));
+    const ds = findOne(
+      renderOverlay({ namespace: "ceph-csi", resources: ["./upstream.yaml"] }, { "upstream.yaml": readCephManifest(rbd.manifest) }),
+      "DaemonSet",
+    );
+    writeFileSync(
+      seed,
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ceph-csi" } }, ds] }),
+    );
     api = startTs("test/kube/cli.ts", ["--port", "0", "--seed", seed]);
     await api.waitForOutput(/kubeconfig: \S+\n/, 30_000);
     kubeconfig = /kubeconfig: (\S+)/.exec(api.stdout())![1]!;
@@ -77,7 +97,10 @@ describe("deploy/README.md: adding the sidecar to Ceph-CSI's RBD node plugin", {
     const pod = ds.spec.template.spec;
     const before = original.spec.template.spec;
     // kubectl patch (the API server's strategic merge) keeps the DaemonSet's order and adds the sidecar last.
-    assert.deepEqual(pod.containers.map((c) => c.name), [...before.containers.map((c) => c.name), "csi-addons-healer"]);
+    assert.deepEqual(
+      pod.containers.map((c) => c.name),
+      [...before.containers.map((c) => c.name), "csi-addons-healer"],
+    );
     assert.deepEqual(containerOf(pod, "driver-registrar"), containerOf(before, "driver-registrar"));
     assert.deepEqual(containerOf(pod, "liveness-prometheus"), containerOf(before, "liveness-prometheus"));
     assert.deepEqual(containerOf(pod, "csi-rbdplugin").args, containerOf(before, "csi-rbdplugin").args);
@@ -101,7 +124,10 @@ describe("deploy/README.md: adding the sidecar to Ceph-CSI's RBD node plugin", {
     const patched = findOne(
       renderOverlay(
         { namespace: "ceph-csi", resources: ["./csi-rbdplugin.yaml"], patches: [{ path: "sidecar-patch.yaml" }] },
-        { "csi-rbdplugin.yaml": readCephManifest(rbd.manifest), "sidecar-patch.yaml": readFileSync(join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml"), "utf8") },
+        {
+          "csi-rbdplugin.yaml": readCephManifest(rbd.manifest),
+          "sidecar-patch.yaml": readFileSync(join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml"), "utf8"),
+        },
       ),
       "DaemonSet",
     ) as DaemonSetDoc;
@@ -120,7 +146,10 @@ describe("deploy/README.md: adding the sidecar to Ceph-CSI's RBD node plugin", {
     assert.deepEqual(byName(l.spec.containers.map(sorted)), byName(k.spec.containers.map(sorted)));
     assert.deepEqual(byName(l.spec.volumes), byName(k.spec.volumes));
     assert.deepEqual({ ...l, spec: { ...l.spec, containers: [], volumes: [] } }, { ...k, spec: { ...k.spec, containers: [], volumes: [] } });
-    assert.deepEqual(k.spec.containers.map((c) => c.name), ["csi-rbdplugin", "csi-addons-healer", "driver-registrar", "liveness-prometheus"]);
+    assert.deepEqual(
+      k.spec.containers.map((c) => c.name),
+      ["csi-rbdplugin", "csi-addons-healer", "driver-registrar", "liveness-prometheus"],
+    );
   });
 
   test("step 5: for a driver without API access, the token goes to the sidecar only", () => {
@@ -140,12 +169,26 @@ describe("deploy/README.md: adding the sidecar to Ceph-CSI's RBD node plugin", {
     const moved = structuredClone(original);
     moved.metadata = { name: "csi-rbdplugin", namespace: "ceph-csi-reordered" };
     moved.spec.template.spec.containers.reverse();
-    const created = r(["create", "-f", "-"], "---\n" + [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ceph-csi-reordered" } }, moved].map((o) => JSON.stringify(o)).join("\n---\n"));
+    const created = r(
+      ["create", "-f", "-"],
+      "---\n" + [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "ceph-csi-reordered" } }, moved].map((o) => JSON.stringify(o)).join("\n---\n"),
+    );
     assert.equal(created.status, 0, created.stderr);
-    const p = r(["-n", "ceph-csi-reordered", "patch", "daemonset", "csi-rbdplugin", "--patch-file", join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml")]);
+    const p = r([
+      "-n",
+      "ceph-csi-reordered",
+      "patch",
+      "daemonset",
+      "csi-rbdplugin",
+      "--patch-file",
+      join(deployDir, "examples/ceph-csi-rbd/sidecar-patch.yaml"),
+    ]);
     assert.equal(p.status, 0, p.stderr);
     const pod = (JSON.parse(r(["-n", "ceph-csi-reordered", "get", "daemonset", "csi-rbdplugin", "-o", "json"]).stdout) as DaemonSetDoc).spec.template.spec;
-    assert.deepEqual(pod.containers.map((c) => c.name), ["liveness-prometheus", "driver-registrar", "csi-rbdplugin", "csi-addons-healer"]);
+    assert.deepEqual(
+      pod.containers.map((c) => c.name),
+      ["liveness-prometheus", "driver-registrar", "csi-rbdplugin", "csi-addons-healer"],
+    );
     const served = socketInVolume(pod, "csi-rbdplugin", driverAddonsEndpoint(containerOf(pod, "csi-rbdplugin")));
     assert.deepEqual(socketInVolume(pod, "csi-addons-healer", flagsOf(containerOf(pod, "csi-addons-healer")).get("csi-addons-address")!), served);
   });

@@ -61,9 +61,7 @@ describe("driver-stub call log", () => {
     const logged = fx.stub.calls().length;
     const seen = fx.stub.proc.stdout().length;
     const pending = fx.c.health.start({ volumeId: "vol-2" });
-    await waitFor("the receipt line", () =>
-      fx.stub.proc.stdout().slice(seen).includes("recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth vol-2\n"),
-    );
+    await waitFor("the receipt line", () => fx.stub.proc.stdout().slice(seen).includes("recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth vol-2\n"));
     assert.equal(fx.stub.calls().length, logged, "no log line before the answer");
     const cancelledAt = Date.now();
     pending.call.cancel();
@@ -92,12 +90,15 @@ describe("driver-stub call log", () => {
     await assert.rejects(fx.c.heal({ volumeId: "locked" }), grpcError(status.INVALID_ARGUMENT));
     await assert.rejects(fx.c.heal({ volumeId: "locked", stagingTargetPath: STAGING_PATH }), grpcError(status.ABORTED));
     assert.deepEqual(
-      fx.stub.calls().slice(logged).map((e) => e.code),
+      fx.stub
+        .calls()
+        .slice(logged)
+        .map((e) => e.code),
       ["NOT_FOUND", "INVALID_ARGUMENT", "ABORTED"],
     );
   });
 
-  it("records every CSI call with server \"csi\", secrets of NodeStage redacted with their keys kept", async () => {
+  it('records every CSI call with server "csi", secrets of NodeStage redacted with their keys kept', async () => {
     fx.stub.setState({});
     const logged = fx.stub.calls().length;
     await fx.c.getPluginInfo();

@@ -65,7 +65,15 @@ describe("driver-stub command line", () => {
 
   it("accepts `--flag value` as well as `--flag=value`", async () => {
     const d = tempDir("driver-stub-cli-");
-    const proc = startProgram("driver-stub", ["--name", "spaced", "--addons-endpoint", `unix://${d}/run/a.sock`, `--csi-endpoint=unix://${d}/run/c.sock`, "--state", `${d}/s.json`]);
+    const proc = startProgram("driver-stub", [
+      "--name",
+      "spaced",
+      "--addons-endpoint",
+      `unix://${d}/run/a.sock`,
+      `--csi-endpoint=unix://${d}/run/c.sock`,
+      "--state",
+      `${d}/s.json`,
+    ]);
     running.push(proc);
     await proc.waitForOutput(/^driver-stub ready$/m);
     assert.ok(lstatSync(join(d, "run/a.sock")).isSocket(), "the socket directory is created");

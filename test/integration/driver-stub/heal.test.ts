@@ -92,7 +92,8 @@ describe("driver-stub per-volume lock", () => {
 
   it("NodeStage and NodeUnstage without volume_id, staging_target_path or (NodeStage) volume_capability: INVALID_ARGUMENT naming it", async () => {
     fx.stub.setState({ volumes: { v: {} } });
-    const refused = (field: string) => (err: { code?: number; details?: string }) => err.code === status.INVALID_ARGUMENT && err.details === `${field} is required`;
+    const refused = (field: string) => (err: { code?: number; details?: string }) =>
+      err.code === status.INVALID_ARGUMENT && err.details === `${field} is required`;
     await assert.rejects(fx.c.stage({ ...stageOf("v"), volumeId: "" }), refused("volume_id"));
     await assert.rejects(fx.c.stage({ ...stageOf("v"), stagingTargetPath: "" }), refused("staging_target_path"));
     await assert.rejects(fx.c.stage({ ...stageOf("v"), volumeCapability: undefined }), refused("volume_capability"));

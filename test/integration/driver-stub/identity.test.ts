@@ -65,7 +65,10 @@ describe("driver-stub identity", () => {
     assert.deepEqual(info, id);
     assert.deepEqual(await fx.c.getPluginCapabilities(), { capabilities: [] });
     const node = await fx.c.nodeGetCapabilities();
-    assert.deepEqual(node.capabilities.map((cap) => cap.type?.$case === "rpc" && cap.type.rpc.type), [1 /* STAGE_UNSTAGE_VOLUME */]);
+    assert.deepEqual(
+      node.capabilities.map((cap) => cap.type?.$case === "rpc" && cap.type.rpc.type),
+      [1 /* STAGE_UNSTAGE_VOLUME */],
+    );
     // The machine's name, no volume limit (0: the kubelet then sets none), no topology.
     assert.deepEqual(await fx.c.nodeGetInfo(), { nodeId: hostname(), maxVolumesPerNode: 0, accessibleTopology: undefined });
   });

@@ -75,9 +75,7 @@ describe("driver-stub lifecycle", () => {
       stub.proc.child.kill("SIGTERM");
       await stub.proc.waitForOutput("SIGTERM: shutting down");
       stub.proc.child.kill("SIGINT");
-      await assert.rejects(pending.response, (err: { code: status }) =>
-        [status.CANCELLED, status.UNAVAILABLE].includes(err.code),
-      );
+      await assert.rejects(pending.response, (err: { code: status }) => [status.CANCELLED, status.UNAVAILABLE].includes(err.code));
       assert.equal(await stub.proc.exited, 0);
       assert.ok(!existsSync(stub.addonsSocket) && !existsSync(stub.csiSocket));
       assert.equal(stub.calls({ method: "NodeHealVolume" }).at(-1)?.code, "CANCELLED", "the cut-off call is logged");

@@ -111,18 +111,27 @@ describe("driver-stub csi-addons spec services", () => {
     });
     // A volume without a space record is trimmed but not measured: no usage, as ceph-csi answers.
     assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "unmeasured", secrets: SECRETS }), { preUsage: undefined, postUsage: undefined });
-    assert.deepEqual(await a.nodeReclaimSpace({ volumeId: "staged-unmeasured", stagingTargetPath: STAGING_PATH, volumeCapability: capability, secrets: SECRETS }), {
-      preUsage: undefined,
-      postUsage: undefined,
-    });
+    assert.deepEqual(
+      await a.nodeReclaimSpace({ volumeId: "staged-unmeasured", stagingTargetPath: STAGING_PATH, volumeCapability: capability, secrets: SECRETS }),
+      {
+        preUsage: undefined,
+        postUsage: undefined,
+      },
+    );
     assert.equal(fx.stub.readState().space?.["unmeasured"], undefined, "no record made up");
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "gone", stagingTargetPath: STAGING_PATH }), grpcError(status.NOT_FOUND));
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "busy", stagingTargetPath: STAGING_PATH }), grpcError(status.ABORTED));
     await assert.rejects(a.nodeReclaimSpace({ volumeId: "staged" }), grpcError(status.INVALID_ARGUMENT));
     await assert.rejects(a.controllerReclaimSpace({}), grpcError(status.INVALID_ARGUMENT));
     // A record without usedBytes has none in use; all of it reclaimable leaves 0, not less.
-    fx.stub.updateState((s) => void (s.space = { ...s.space, partial: { reclaimableBytes: 7 }, full: { usedBytes: 9, reclaimableBytes: 9 }, used: { usedBytes: 4 } }));
-    assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "used" }), { preUsage: { usageBytes: 4 }, postUsage: { usageBytes: 4 } }, "nothing reclaimable");
+    fx.stub.updateState(
+      (s) => void (s.space = { ...s.space, partial: { reclaimableBytes: 7 }, full: { usedBytes: 9, reclaimableBytes: 9 }, used: { usedBytes: 4 } }),
+    );
+    assert.deepEqual(
+      await a.controllerReclaimSpace({ volumeId: "used" }),
+      { preUsage: { usageBytes: 4 }, postUsage: { usageBytes: 4 } },
+      "nothing reclaimable",
+    );
     assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "partial" }), { preUsage: { usageBytes: 0 }, postUsage: { usageBytes: 0 } });
     assert.deepEqual(await a.controllerReclaimSpace({ volumeId: "full" }), { preUsage: { usageBytes: 9 }, postUsage: { usageBytes: 0 } });
     assert.deepEqual(fx.stub.readState().space?.["full"], { usedBytes: 0, reclaimableBytes: 0, reclaimedBytes: 9 });
@@ -206,12 +215,22 @@ describe("driver-stub csi-addons spec services", () => {
   it("volume groups: create (idempotent by name), modify, get, list, delete (idempotent); unknown → NOT_FOUND", async () => {
     fx.stub.setState({ capabilities: ALL_ON });
     const created = await a.createGroup({ name: "g", volumeIds: ["v1"], secrets: SECRETS });
-    assert.deepEqual(created.volumeGroup, { volumeGroupId: "group-g", volumeGroupContext: {}, volumes: [{ capacityBytes: 0, volumeId: "v1", volumeContext: {} }] });
+    assert.deepEqual(created.volumeGroup, {
+      volumeGroupId: "group-g",
+      volumeGroupContext: {},
+      volumes: [{ capacityBytes: 0, volumeId: "v1", volumeContext: {} }],
+    });
     assert.deepEqual(await a.createGroup({ name: "g", volumeIds: ["other"] }), created, "same name, same group");
     const modified = await a.modifyGroup({ volumeGroupId: "group-g", volumeIds: ["v1", "v2"] });
-    assert.deepEqual(modified.volumeGroup?.volumes.map((m) => m.volumeId), ["v1", "v2"]);
+    assert.deepEqual(
+      modified.volumeGroup?.volumes.map((m) => m.volumeId),
+      ["v1", "v2"],
+    );
     assert.deepEqual(await a.getGroup({ volumeGroupId: "group-g" }), modified);
-    assert.deepEqual((await a.listGroups({})).entries.map((e) => e.volumeGroup?.volumeGroupId), ["group-g"]);
+    assert.deepEqual(
+      (await a.listGroups({})).entries.map((e) => e.volumeGroup?.volumeGroupId),
+      ["group-g"],
+    );
     assert.deepEqual(fx.stub.readState().groups, { "group-g": { name: "g", volumeIds: ["v1", "v2"], context: {} } });
     await a.deleteGroup({ volumeGroupId: "group-g" });
     await a.deleteGroup({ volumeGroupId: "group-g" });
@@ -239,7 +258,11 @@ describe("driver-stub state file: the csi-addons spec services' part", () => {
       ['{"groups": {"g": {"volumeIds": "v1"}}}', /volumeIds: expected an array of strings/],
       ['{"capabilities": {"fence": true}}', /state\.capabilities: unknown key "fence"/],
     ] as const) {
-      assert.throws(() => parseState(text), (err: Error) => err instanceof StateFormatError && why.test(err.message), text);
+      assert.throws(
+        () => parseState(text),
+        (err: Error) => err instanceof StateFormatError && why.test(err.message),
+        text,
+      );
     }
   });
 });

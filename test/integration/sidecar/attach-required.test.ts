@@ -42,7 +42,9 @@ function stackWith(driver: object): { get(): Stack } {
       ],
       { volumesInUse: [`kubernetes.io/csi/${DRIVER}^vol-inuse`, `kubernetes.io/csi/${DRIVER}^vol-used`] },
     );
-    const stub = await startDriverStub({ state: { volumes: Object.fromEntries(["vol-pod", "vol-inuse", "vol-va", "vol-used"].map((v) => [v, { state: "ABNORMAL", heal: "SUCCEED" }])) } });
+    const stub = await startDriverStub({
+      state: { volumes: Object.fromEntries(["vol-pod", "vol-inuse", "vol-va", "vol-used"].map((v) => [v, { state: "ABNORMAL", heal: "SUCCEED" }])) },
+    });
     const sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath });
     await waitHealth(sidecar, "SERVING");
     s = { kube, stub, sidecar, client: sidecar.healer() };
@@ -97,7 +99,12 @@ describe("a driver whose CSIDriver says it attaches", () => {
     const s = stack.get();
     const r = await heal(s, "pv-inuse");
     assert.ok(!r.ok && codeName(r.code) === "FAILED_PRECONDITION", JSON.stringify(r));
-    assert.match(r.details, new RegExp(`VolumeAttachment ${vaName("vol-inuse")} of PersistentVolume pv-inuse not found: driver ${DRIVER.replaceAll(".", "\\.")} attaches its volumes`));
+    assert.match(
+      r.details,
+      new RegExp(
+        `VolumeAttachment ${vaName("vol-inuse")} of PersistentVolume pv-inuse not found: driver ${DRIVER.replaceAll(".", "\\.")} attaches its volumes`,
+      ),
+    );
     assert.equal(s.stub.calls({ method: "NodeHealVolume", volumeId: "vol-inuse" }).length, 0);
     const h = await call(s.client, s.client.getVolumeHealth, { pvName: "pv-inuse" });
     assert.ok(h.ok, JSON.stringify(h));

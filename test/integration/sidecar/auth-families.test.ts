@@ -47,7 +47,15 @@ async function codeOf(address: string, method: string, token: string): Promise<s
   md.set("authorization", `Bearer ${token}`);
   try {
     const err = await new Promise<grpc.ServiceError | null>((resolve) =>
-      client.makeUnaryRequest(method, (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), md, { deadline: Date.now() + 10_000 }, (e) => resolve(e)),
+      client.makeUnaryRequest(
+        method,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.alloc(0),
+        md,
+        { deadline: Date.now() + 10_000 },
+        (e) => resolve(e),
+      ),
     );
     return err ? grpc.status[err.code] : "OK";
   } finally {
@@ -73,7 +81,10 @@ describe("authorization per service family, with deploy/'s roles", { skip: noKub
     tls = await makeTlsFiles(tempDir("auth-families-"));
     stub = await startDriverStub({ state: { volumes: { "vol-a": { state: "HEALTHY" } } } });
     // Our controller and the upstream one, exactly as the components bind them (their namespace is deploy/'s).
-    installGrants(kube, grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === CONTROLLER_SA || g.user === UPSTREAM_USER));
+    installGrants(
+      kube,
+      grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === CONTROLLER_SA || g.user === UPSTREAM_USER),
+    );
     kube.auth.addToken("controller-token", { username: CONTROLLER_SA, groups: ["system:serviceaccounts"], audiences: [nodeAudience("node-1")] });
     addUpstreamToken(kube, "upstream-token");
   });
@@ -133,7 +144,10 @@ describe("authorization per service family, with deploy/'s roles", { skip: noKub
       const token = `can-i-${user.split(":").pop()}`;
       kube.auth.addToken(token, { username: user, groups: ["system:serviceaccounts", "system:authenticated"] });
       const args = ["--kubeconfig", kube.writeKubeconfig(token, user), "auth", "can-i", ...question, "-n", "csi-addons-healer"];
-      const { stdout, stderr } = await execFileAsync("kubectl", args, { timeout: 30_000 }).catch((e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? "", stderr: e.stderr ?? "" }));
+      const { stdout, stderr } = await execFileAsync("kubectl", args, { timeout: 30_000 }).catch((e: { stdout?: string; stderr?: string }) => ({
+        stdout: e.stdout ?? "",
+        stderr: e.stderr ?? "",
+      }));
       assert.ok(stdout.trim() === "yes" || stdout.trim() === "no", `kubectl auth can-i ${question.join(" ")}: ${stdout}${stderr}`);
       return stdout.trim();
     };

@@ -28,7 +28,8 @@ function caller(name: string, allowed: "custom" | "default" | "none"): string {
   const user = `system:serviceaccount:${NAMESPACE}:${name}`;
   kube.auth.addToken(`${name}-token`, { username: user, audiences: [AUDIENCE] });
   if (allowed === "custom") kube.auth.allow(user, { verbs: [RULE.verb], apiGroups: [RULE.group], resources: [`${RULE.resource}/heal`], namespace: NAMESPACE });
-  if (allowed === "default") kube.auth.allow(user, { verbs: ["update", "call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
+  if (allowed === "default")
+    kube.auth.allow(user, { verbs: ["update", "call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
   return user;
 }
 
@@ -42,9 +43,17 @@ describe("auth flags", () => {
     sidecar = await startSidecarProc({
       driverSocket: stub.addonsSocket,
       kubeconfig: kube.kubeconfigPath,
-      args: [...authArgs(AUDIENCE, tls), `--auth-verb=${RULE.verb}`, `--auth-group=${RULE.group}`, `--auth-resource=${RULE.resource}`, `--auth-cache-ttl=${TTL_MS}ms`],
+      args: [
+        ...authArgs(AUDIENCE, tls),
+        `--auth-verb=${RULE.verb}`,
+        `--auth-group=${RULE.group}`,
+        `--auth-resource=${RULE.resource}`,
+        `--auth-cache-ttl=${TTL_MS}ms`,
+      ],
     });
-    await waitFor("SERVING over TLS", async () => (await checkHealth(sidecar.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS)) === "SERVING", { timeoutMs: 20_000 });
+    await waitFor("SERVING over TLS", async () => (await checkHealth(sidecar.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS)) === "SERVING", {
+      timeoutMs: 20_000,
+    });
     client = new VolumeHealerClient(sidecar.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS);
   });
 
@@ -74,10 +83,14 @@ describe("auth flags", () => {
     // Still inside the TTL of the decision (made after `sent`), the cached "allowed" is used.
     const cached = await healthAs("revoked-caller");
     if (Date.now() < sent + TTL_MS - 200) assert.ok(cached.ok, `cached decision used within the TTL: ${JSON.stringify(cached)}`);
-    const deniedAt = await waitFor("the revocation to take effect", async () => {
-      const r = await healthAs("revoked-caller");
-      return !r.ok && r.code === 7 ? Date.now() : undefined;
-    }, { timeoutMs: TTL_MS + 15_000, intervalMs: 100 });
+    const deniedAt = await waitFor(
+      "the revocation to take effect",
+      async () => {
+        const r = await healthAs("revoked-caller");
+        return !r.ok && r.code === 7 ? Date.now() : undefined;
+      },
+      { timeoutMs: TTL_MS + 15_000, intervalMs: 100 },
+    );
     assert.ok(deniedAt >= sent + TTL_MS, `denied ${deniedAt - sent} ms after the allowed call, within the ${TTL_MS} ms TTL`);
     assert.ok(deniedAt - revoked < TTL_MS + 10_000);
   });

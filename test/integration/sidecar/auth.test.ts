@@ -79,21 +79,26 @@ describe("caller authentication and authorization", () => {
       kubeconfig: kube.kubeconfigPath,
       args: ["--enable-auth=true", `--tls-cert-file=${join(dir, "tls.crt")}`, `--tls-key-file=${join(dir, "tls.key")}`],
     });
-    await waitFor("SERVING over TLS", async () => {
-      const c = new HealthClient(sidecar.address, tlsCreds(), TLS_OPTS);
-      const st = await new Promise<string>((resolve) =>
-        (c as any).check({ service: "" }, { deadline: Date.now() + 2000 }, (e: Error | null, r: { status: string }) => resolve(e ? "" : r.status)),
-      );
-      c.close();
-      return st === "SERVING";
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      "SERVING over TLS",
+      async () => {
+        const c = new HealthClient(sidecar.address, tlsCreds(), TLS_OPTS);
+        const st = await new Promise<string>((resolve) =>
+          (c as any).check({ service: "" }, { deadline: Date.now() + 2000 }, (e: Error | null, r: { status: string }) => resolve(e ? "" : r.status)),
+        );
+        c.close();
+        return st === "SERVING";
+      },
+      { timeoutMs: 20_000 },
+    );
   });
 
   after(async () => {
     try {
       assert.deepEqual(stub.csiCalls(), []);
       const logs = sidecar.proc.stdout();
-      for (const t of ["good-token", "bob-token", "other-audience-token", "upstream-token", "sidecar-sa-token"]) assert.ok(!logs.includes(t), `token ${t} never logged`);
+      for (const t of ["good-token", "bob-token", "other-audience-token", "upstream-token", "sidecar-sa-token"])
+        assert.ok(!logs.includes(t), `token ${t} never logged`);
     } finally {
       await sidecar?.stop();
       await stub?.stop();
@@ -105,12 +110,32 @@ describe("caller authentication and authorization", () => {
     { name: "no token", md: {}, code: "UNAUTHENTICATED", details: /missing bearer token/ },
     { name: "not a bearer header", md: { authorization: "Basic dXNlcjpwYXNz" }, code: "UNAUTHENTICATED", details: /missing bearer token/ },
     { name: "unknown token", md: bearer("garbage"), code: "UNAUTHENTICATED", details: /not valid for audience csi-addons-healer\/node-1 or the API server's/ },
-    { name: "the shared audience csi-addons-healer (not this node's)", md: bearer("shared-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
+    {
+      name: "the shared audience csi-addons-healer (not this node's)",
+      md: bearer("shared-audience-token"),
+      code: "UNAUTHENTICATED",
+      details: /not valid for audience/,
+    },
     { name: "wrong audience", md: bearer("other-audience-token"), code: "UNAUTHENTICATED", details: /not valid for audience/ },
     { name: "expired token", md: bearer("expired-token"), code: "UNAUTHENTICATED", details: /not valid/ },
-    { name: "valid but not allowed", md: bearer("bob-token"), code: "PERMISSION_DENIED", details: /user bob may not call csiaddonsnodes\/heal \(API group csiaddons\.openshift\.io\) in namespace csi/ },
-    { name: "the old default permission (update csiaddonsnodes)", md: bearer("updater-token"), code: "PERMISSION_DENIED", details: /user updater may not call/ },
-    { name: "the sidecar's own ServiceAccount (deploy/'s RBAC, API-server audience)", md: bearer("sidecar-sa-token"), code: "PERMISSION_DENIED", details: new RegExp(`user ${SIDECAR_USER} may not call`) },
+    {
+      name: "valid but not allowed",
+      md: bearer("bob-token"),
+      code: "PERMISSION_DENIED",
+      details: /user bob may not call csiaddonsnodes\/heal \(API group csiaddons\.openshift\.io\) in namespace csi/,
+    },
+    {
+      name: "the old default permission (update csiaddonsnodes)",
+      md: bearer("updater-token"),
+      code: "PERMISSION_DENIED",
+      details: /user updater may not call/,
+    },
+    {
+      name: "the sidecar's own ServiceAccount (deploy/'s RBAC, API-server audience)",
+      md: bearer("sidecar-sa-token"),
+      code: "PERMISSION_DENIED",
+      details: new RegExp(`user ${SIDECAR_USER} may not call`),
+    },
   ];
   for (const c of cases) {
     test(`${c.name} → ${c.code}, driver not called`, async () => {
@@ -138,7 +163,7 @@ describe("caller authentication and authorization", () => {
     assert.equal(kube.counters.get("create", "subjectaccessreviews"), 1);
   });
 
-  test("a caller with \"call\" whose token carries the API server's audience gets through (@api-server is in the defaults)", async () => {
+  test('a caller with "call" whose token carries the API server\'s audience gets through (@api-server is in the defaults)', async () => {
     const client = healer();
     const r = await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: bearer("upstream-token") });
     client.close();
@@ -149,7 +174,15 @@ describe("caller authentication and authorization", () => {
     const client = new grpc.Client(sidecar.address, tlsCreds(), TLS_OPTS);
     const raw = (md: grpc.Metadata) =>
       new Promise<grpc.ServiceError | null>((resolve) =>
-        client.makeUnaryRequest("/identity.Identity/GetIdentity", (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), md, { deadline: Date.now() + 5000 }, (e) => resolve(e)),
+        client.makeUnaryRequest(
+          "/identity.Identity/GetIdentity",
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          Buffer.alloc(0),
+          md,
+          { deadline: Date.now() + 5000 },
+          (e) => resolve(e),
+        ),
       );
     assert.equal((await raw(new grpc.Metadata()))?.code, grpc.status.UNAUTHENTICATED);
     const md = new grpc.Metadata();
@@ -161,7 +194,9 @@ describe("caller authentication and authorization", () => {
   test("health checks need no token", async () => {
     const c = new HealthClient(sidecar.address, tlsCreds(), TLS_OPTS);
     const st = await new Promise<string>((resolve, reject) =>
-      (c as any).check({ service: "sidecar.v1.VolumeHealer" }, { deadline: Date.now() + 5000 }, (e: Error | null, r: { status: string }) => (e ? reject(e) : resolve(r.status))),
+      (c as any).check({ service: "sidecar.v1.VolumeHealer" }, { deadline: Date.now() + 5000 }, (e: Error | null, r: { status: string }) =>
+        e ? reject(e) : resolve(r.status),
+      ),
     );
     c.close();
     assert.equal(st, "SERVING");
@@ -177,14 +212,18 @@ describe("caller authentication and authorization", () => {
 });
 
 describe("--auth-audience without @api-server", () => {
-  test("a token with the API server's audience is UNAUTHENTICATED even for a caller with \"call\"; our audience still works", async () => {
+  test('a token with the API server\'s audience is UNAUTHENTICATED even for a caller with "call"; our audience still works', async () => {
     const k = await startTestKube([pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a")]);
     k.auth.addToken("upstream-token", { username: UPSTREAM_USER, audiences: [KUBE_API_AUDIENCE] });
     k.auth.addToken("good-token", { username: HEALER_USER, audiences: [AUDIENCE] });
     for (const u of [UPSTREAM_USER, HEALER_USER]) k.auth.allow(u, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes/heal"] });
     const dir = tempDir();
     const s = await startDriverStub({ dir, state: { volumes: { "vol-a": { state: "HEALTHY" } } } });
-    const sc = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: k.kubeconfigPath, args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`] });
+    const sc = await startSidecarProc({
+      driverSocket: join(dir, "addons.sock"),
+      kubeconfig: k.kubeconfigPath,
+      args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`],
+    });
     const insecureTls = grpc.credentials.createSsl(null, null, null, { rejectUnauthorized: false });
     const client = new VolumeHealerClient(sc.address, insecureTls);
     try {
@@ -213,7 +252,11 @@ describe("TLS without certificate files", () => {
     const k = await startTestKube();
     const dir = tempDir();
     const s = await startDriverStub({ dir });
-    const sc = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: k.kubeconfigPath, args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`] });
+    const sc = await startSidecarProc({
+      driverSocket: join(dir, "addons.sock"),
+      kubeconfig: k.kubeconfigPath,
+      args: ["--enable-auth=true", `--auth-audience=${AUDIENCE}`],
+    });
     try {
       const check = (creds: grpc.ChannelCredentials) =>
         new Promise<string>((resolve) => {

@@ -73,7 +73,9 @@ test("500 concurrent heals at 50 PVs: ≤ 8 driver calls at once, duplicates coa
   assert.ok(byCode.get("OK")! >= 2 * heals.length, `duplicates coalesced: ${byCode.get("OK")} OK answers from ${heals.length} driver calls`);
   const reads = kube.counters.get("get", "persistentvolumes") + kube.counters.get("get", "volumeattachments");
   const perHeal = kube.counters.total() / heals.length;
-  console.log(`burst: ${byCode.get("OK")} OK, ${byCode.get("RESOURCE_EXHAUSTED")} RESOURCE_EXHAUSTED, ${heals.length} driver heals, peak ${peak} at once, ${kube.counters.total()} API requests (${reads} PV/VA reads) = ${perHeal.toFixed(2)} per driver heal`);
+  console.log(
+    `burst: ${byCode.get("OK")} OK, ${byCode.get("RESOURCE_EXHAUSTED")} RESOURCE_EXHAUSTED, ${heals.length} driver heals, peak ${peak} at once, ${kube.counters.total()} API requests (${reads} PV/VA reads) = ${perHeal.toFixed(2)} per driver heal`,
+  );
   // One PV read and one VolumeAttachment read per healed volume; refused requests cost nothing.
   assert.ok(perHeal <= 2.2, `about two API requests per heal, got ${perHeal}`);
 });

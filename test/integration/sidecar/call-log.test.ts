@@ -26,7 +26,11 @@ async function startPair(args: string[]): Promise<SidecarProc> {
 }
 
 /** Lines about served calls (they carry the method). */
-const callLines = (s: SidecarProc, from = 0) => s.logLines().slice(from).filter((l) => typeof l.method === "string");
+const callLines = (s: SidecarProc, from = 0) =>
+  s
+    .logLines()
+    .slice(from)
+    .filter((l) => typeof l.method === "string");
 
 describe("the call log at the default level", () => {
   before(async () => {
@@ -57,7 +61,11 @@ describe("the call log at the default level", () => {
       assert.ok(answers.every((a) => !a.ok && a.code === grpc.status.NOT_FOUND));
 
       const lines = callLines(sidecar, from);
-      assert.equal(lines.filter((l) => l.message === "call served" && l.method === "/sidecar.v1.VolumeHealer/HealVolume" && l.pv === "pv-a").length, 1, "every heal");
+      assert.equal(
+        lines.filter((l) => l.message === "call served" && l.method === "/sidecar.v1.VolumeHealer/HealVolume" && l.pv === "pv-a").length,
+        1,
+        "every heal",
+      );
       const failed = lines.filter((l) => l.message === "call failed" && l.pv === "pv-gone");
       assert.ok(failed.length >= 1 && failed.length <= 2, `the first failure of a kind at once, not one per call: ${failed.length}`);
       assert.equal(failed[0]!.code, "NOT_FOUND");

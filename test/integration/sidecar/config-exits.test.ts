@@ -36,13 +36,24 @@ test("a fatal start-up error (controller port in use) exits 1 with the reason in
   await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", r));
   const port = (blocker.address() as { port: number }).port;
   const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(kubeconfig, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n");
+  writeFileSync(
+    kubeconfig,
+    "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n",
+  );
   try {
-    const p = startProgram("sidecar", [...base, "--controller-ip=127.0.0.1", `--controller-port=${port}`, `--kubeconfig=${kubeconfig}`, "--csi-addons-address=unix:///nonexistent/addons.sock"], {
-      env: { TERMINATION_LOG: terminationLog },
-    });
+    const p = startProgram(
+      "sidecar",
+      [...base, "--controller-ip=127.0.0.1", `--controller-port=${port}`, `--kubeconfig=${kubeconfig}`, "--csi-addons-address=unix:///nonexistent/addons.sock"],
+      {
+        env: { TERMINATION_LOG: terminationLog },
+      },
+    );
     assert.equal(await p.exited, 1);
-    const lines = p.stdout().trim().split("\n").map((l) => JSON.parse(l) as { level: string; message: string });
+    const lines = p
+      .stdout()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { level: string; message: string });
     const fatal = lines.find((l) => l.message.startsWith("fatal:"));
     assert.ok(fatal, p.stdout());
     assert.equal(fatal.level, "error");

@@ -34,7 +34,10 @@ function frame(bytes: Buffer, { compressed = false, length = bytes.length } = {}
 }
 
 /** An HTTP/2 server on `socket` (a fresh one by default); each stream is answered by `handler` once its request body is in. */
-async function serve(handler: Handler, socket = join(tempDir(), "driver.sock")): Promise<{ socket: string; server: http2.Http2Server; sessions: http2.ServerHttp2Session[] }> {
+async function serve(
+  handler: Handler,
+  socket = join(tempDir(), "driver.sock"),
+): Promise<{ socket: string; server: http2.Http2Server; sessions: http2.ServerHttp2Session[] }> {
   const server = http2.createServer();
   const sessions: http2.ServerHttp2Session[] = [];
   server.on("session", (s) => sessions.push(s));
@@ -94,7 +97,10 @@ test("the driver's own status passes through: trailers-only and after headers, m
   let n = 0;
   const { socket } = await serve((stream) => {
     if (n++ === 0) {
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "5", "grpc-message": "volume caf%C3%A9 not found", "x-driver": "a" }, { endStream: true });
+      stream.respond(
+        { ":status": 200, "content-type": "application/grpc", "grpc-status": "5", "grpc-message": "volume caf%C3%A9 not found", "x-driver": "a" },
+        { endStream: true },
+      );
       return;
     }
     stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
@@ -118,29 +124,53 @@ test("the driver's own status passes through: trailers-only and after headers, m
 
 test("broken answers get grpc-js's statuses: HTTP errors, another content type, compression, sizes, counts", async () => {
   const cases: { name: string; code: status; details?: RegExp; answer: (stream: http2.ServerHttp2Stream) => void }[] = [
-    ...([
-      [400, status.INTERNAL],
-      [401, status.UNAUTHENTICATED],
-      [403, status.PERMISSION_DENIED],
-      [404, status.UNIMPLEMENTED],
-      [429, status.UNAVAILABLE],
-      [500, status.UNKNOWN],
-      [502, status.UNAVAILABLE],
-      [503, status.UNAVAILABLE],
-      [504, status.UNAVAILABLE],
-    ] as const).map(([http, code]) => ({ name: `HTTP ${http}`, code, details: new RegExp(`HTTP status code ${http}`), answer: (s: http2.ServerHttp2Stream) => s.respond({ ":status": http }, { endStream: true }) })),
+    ...(
+      [
+        [400, status.INTERNAL],
+        [401, status.UNAUTHENTICATED],
+        [403, status.PERMISSION_DENIED],
+        [404, status.UNIMPLEMENTED],
+        [429, status.UNAVAILABLE],
+        [500, status.UNKNOWN],
+        [502, status.UNAVAILABLE],
+        [503, status.UNAVAILABLE],
+        [504, status.UNAVAILABLE],
+      ] as const
+    ).map(([http, code]) => ({
+      name: `HTTP ${http}`,
+      code,
+      details: new RegExp(`HTTP status code ${http}`),
+      answer: (s: http2.ServerHttp2Stream) => s.respond({ ":status": http }, { endStream: true }),
+    })),
     { name: "not gRPC", code: status.UNKNOWN, answer: (s) => (s.respond({ ":status": 200, "content-type": "text/html" }), s.end("<html>")) },
     { name: "a compressed message", code: status.INTERNAL, answer: (s) => ok(s, frame(Buffer.from("pong"), { compressed: true })) },
     { name: "a message over the limit", code: status.RESOURCE_EXHAUSTED, answer: (s) => ok(s, frame(Buffer.alloc(8), { length: MAX_RECEIVE_BYTES + 1 })) },
     { name: "two messages", code: status.UNIMPLEMENTED, answer: (s) => ok(s, Buffer.concat([frame(Buffer.from("a")), frame(Buffer.from("b"))])) },
     { name: "OK and no message", code: status.UNIMPLEMENTED, answer: (s) => ok(s, Buffer.alloc(0)) },
-    { name: "a message cut short", code: status.INTERNAL, details: /ended after 3 of 10 bytes/, answer: (s) => ok(s, frame(Buffer.from("pon"), { length: 10 })) },
+    {
+      name: "a message cut short",
+      code: status.INTERNAL,
+      details: /ended after 3 of 10 bytes/,
+      answer: (s) => ok(s, frame(Buffer.from("pon"), { length: 10 })),
+    },
     { name: "ended before any headers", code: status.INTERNAL, answer: (s) => s.close(http2.constants.NGHTTP2_NO_ERROR) },
     { name: "a cut length prefix", code: status.INTERNAL, answer: (s) => ok(s, Buffer.from([0, 0])) },
-    { name: "no status at all", code: status.INTERNAL, answer: (s) => (s.respond({ ":status": 200, "content-type": "application/grpc" }), s.end(frame(Buffer.from("pong")))) },
+    {
+      name: "no status at all",
+      code: status.INTERNAL,
+      answer: (s) => (s.respond({ ":status": 200, "content-type": "application/grpc" }), s.end(frame(Buffer.from("pong")))),
+    },
     { name: "a refused stream", code: status.UNAVAILABLE, answer: (s) => s.close(http2.constants.NGHTTP2_REFUSED_STREAM) },
-    { name: "a negative status", code: status.UNKNOWN, answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "-1" }, { endStream: true }) },
-    { name: "an unparsable status", code: status.UNKNOWN, answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "x" }, { endStream: true }) },
+    {
+      name: "a negative status",
+      code: status.UNKNOWN,
+      answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "-1" }, { endStream: true }),
+    },
+    {
+      name: "an unparsable status",
+      code: status.UNKNOWN,
+      answer: (s) => s.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "x" }, { endStream: true }),
+    },
   ];
   let answer: (stream: http2.ServerHttp2Stream) => void = () => undefined;
   const { socket } = await serve((stream) => answer(stream));
@@ -281,7 +311,9 @@ test("large messages both ways (flow control): 3 MiB out, 3 MiB back, byte for b
 test("a call leaves no listener on its signal once it is answered: a signal shared by many calls (a controller's pass) does not collect them", async () => {
   const { EventEmitter } = await import("node:events");
   let n = 0;
-  const { socket } = await serve((stream) => (n++ % 2 === 0 ? ok(stream, frame(Buffer.from("pong"))) : stream.respond({ ":status": 200, "grpc-status": "5" }, { endStream: true })));
+  const { socket } = await serve((stream) =>
+    n++ % 2 === 0 ? ok(stream, frame(Buffer.from("pong"))) : stream.respond({ ":status": 200, "grpc-status": "5" }, { endStream: true }),
+  );
   const channel = await channelTo(socket);
   const shared = new AbortController();
   for (let i = 0; i < 4; i++) await call(channel, { signal: shared.signal }).catch(() => undefined);

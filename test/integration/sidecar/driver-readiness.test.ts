@@ -22,7 +22,12 @@ const RELAY_READS = ["persistentvolumes", "volumeattachments", "secrets"];
 const VOLUMES = { "vol-a": { state: "HEALTHY" as const }, "vol-b": { state: "HEALTHY" as const } };
 
 before(async () => {
-  kube = await startTestKube([pv("pv-a", { handle: "vol-a" }), volumeAttachment("pv-a", "vol-a"), pv("pv-b", { handle: "vol-b" }), volumeAttachment("pv-b", "vol-b")]);
+  kube = await startTestKube([
+    pv("pv-a", { handle: "vol-a" }),
+    volumeAttachment("pv-a", "vol-a"),
+    pv("pv-b", { handle: "vol-b" }),
+    volumeAttachment("pv-b", "vol-b"),
+  ]);
 });
 
 after(async () => {
@@ -48,7 +53,10 @@ async function assertRefusedAtOnce(sidecar: SidecarProc, stub: DriverStub, pvNam
   const before = driverCalls();
   const client = sidecar.healer();
   kube.counters.reset();
-  for (const r of [await call(client, client.getVolumeHealth, { pvName }, { deadlineMs: 10_000 }), await call(client, client.healVolume, { pvName, mode: Mode.ALWAYS }, { deadlineMs: 10_000 })]) {
+  for (const r of [
+    await call(client, client.getVolumeHealth, { pvName }, { deadlineMs: 10_000 }),
+    await call(client, client.healVolume, { pvName, mode: Mode.ALWAYS }, { deadlineMs: 10_000 }),
+  ]) {
     assert.equal(r.ok, false);
     assert.equal(codeName((r as { code: number }).code), "UNAVAILABLE", (r as { details: string }).details);
   }

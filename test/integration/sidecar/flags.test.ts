@@ -22,7 +22,9 @@ let stub: DriverStub;
 const procs: Proc[] = [];
 
 const createdByPodUid = () =>
-  (kube.get("csiaddons.openshift.io/v1alpha1", "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as any)?.metadata.annotations?.["sidecar.csiaddons.openshift.io/createdByPodUID"];
+  (kube.get("csiaddons.openshift.io/v1alpha1", "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as any)?.metadata.annotations?.[
+    "sidecar.csiaddons.openshift.io/createdByPodUID"
+  ];
 
 const serving = (address: string) => checkHealth(address, grpc.credentials.createInsecure()).then((s) => s === "SERVING");
 
@@ -45,7 +47,9 @@ async function freePort(host: string): Promise<number> {
 /** The sidecar configured by `args` and `env` only (no defaults added by the test support). */
 function sidecar(args: string[], env: NodeJS.ProcessEnv = {}): Proc {
   // Empty values count as unset, so no variable of the test's own environment leaks in.
-  const p = startProgram("sidecar", args, { env: { KUBECONFIG: "", NODE_ID: "", POD_NAME: "", POD_NAMESPACE: "", POD_UID: "", LOG_LEVEL: "", LOG_FORMAT: "", ...env } });
+  const p = startProgram("sidecar", args, {
+    env: { KUBECONFIG: "", NODE_ID: "", POD_NAME: "", POD_NAMESPACE: "", POD_UID: "", LOG_LEVEL: "", LOG_FORMAT: "", ...env },
+  });
   procs.push(p);
   return p;
 }
@@ -96,9 +100,15 @@ describe("flags and their environment variables, in a running sidecar", () => {
     await p.waitForOutput(/ INFO call served method=\/sidecar\.v1\.VolumeHealer\/HealVolume /);
     assert.doesNotMatch(p.stdout(), /call served method=\/sidecar\.v1\.VolumeHealer\/GetVolumeHealth/);
     const heal = stub.calls({ method: "NodeHealVolume", volumeId: "vol-a" }).at(-1)!;
-    assert.equal((heal.request as { stagingTargetPath: string }).stagingTargetPath, `/env/staging/${DRIVER}/${createHash("sha256").update("vol-a").digest("hex")}/globalmount`);
+    assert.equal(
+      (heal.request as { stagingTargetPath: string }).stagingTargetPath,
+      `/env/staging/${DRIVER}/${createHash("sha256").update("vol-a").digest("hex")}/globalmount`,
+    );
 
-    const lines = p.stdout().split("\n").filter((l) => l !== "");
+    const lines = p
+      .stdout()
+      .split("\n")
+      .filter((l) => l !== "");
     for (const l of lines) {
       assert.match(l, /^\d{4}-\d\d-\d\dT[\d:.]+Z (ERROR|WARN|INFO) \S/, "LOG_FORMAT=text: timestamp, level, message");
       assert.throws(() => JSON.parse(l), SyntaxError, `not JSON: ${l}`);
@@ -123,8 +133,19 @@ describe("flags and their environment variables, in a running sidecar", () => {
     await waitFor("SERVING on 127.0.0.3", () => serving(`127.0.0.3:${port}`), { timeoutMs: 30_000 });
     assert.ok(await refused("127.0.0.1", port), "--controller-ip: not listening on 127.0.0.1");
     await waitFor("--pod-uid on the CSIAddonsNode", () => createdByPodUid() === "uid-from-flag", { timeoutMs: 10_000 });
-    const lines = p.stdout().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { level: string; message: string });
-    assert.ok(lines.some((l) => l.level === "warn" && /authentication is OFF/.test(l.message)), "warnings are logged");
-    assert.deepEqual(lines.filter((l) => !["warn", "error"].includes(l.level)), [], "nothing below warn");
+    const lines = p
+      .stdout()
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as { level: string; message: string });
+    assert.ok(
+      lines.some((l) => l.level === "warn" && /authentication is OFF/.test(l.message)),
+      "warnings are logged",
+    );
+    assert.deepEqual(
+      lines.filter((l) => !["warn", "error"].includes(l.level)),
+      [],
+      "nothing below warn",
+    );
   });
 });

@@ -19,7 +19,17 @@ import { waitFor } from "../../support/wait.js";
 import { rawUnary } from "../../support/grpc.js";
 import { baseObjects, pv, upstreamCrdFile, volumeAttachment } from "../../support/fixtures.js";
 import { GetVolumeHealthRequest, HealVolumeRequest } from "../../../proto/gen/sidecar/v1/healer.js";
-import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, tlsCredentials, type TlsFiles } from "../../support/secure-sidecar.js";
+import {
+  AUDIENCE,
+  HEALER_USER,
+  TLS_CLIENT_OPTIONS,
+  allowHealer,
+  authArgs,
+  checkHealth,
+  makeTlsFiles,
+  tlsCredentials,
+  type TlsFiles,
+} from "../../support/secure-sidecar.js";
 
 const SEED = 0x1bad5eed;
 const VALID_TOKEN = "fz-valid-token-5b0e7f3c9a1d";
@@ -83,7 +93,11 @@ interface Mismatch {
   what: string;
 }
 
-async function fuzz(cls: string, opts: { count: number; ms: number; concurrency: number }, one: (r: Rng, i: number) => Promise<string | undefined>): Promise<number> {
+async function fuzz(
+  cls: string,
+  opts: { count: number; ms: number; concurrency: number },
+  one: (r: Rng, i: number) => Promise<string | undefined>,
+): Promise<number> {
   const deadline = Date.now() + opts.ms;
   const mismatches: Mismatch[] = [];
   let next = 0;
@@ -155,9 +169,52 @@ const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)
 const validName = (s: string) => s.length > 0 && s.length <= 253 && DNS1123.test(s);
 
 const BAD_PIECES = [
-  "../", "..", "/etc/passwd", "..\\..\\windows", "%2e%2e%2f", "/", "\0", "a\0b", "\n", "\r\n", "\t", " ", "A", "PV",
-  "Ü", "名前", "😀", "\u202e", "\ud800", "\udfff", "\ufeff", "\u00a0", "_", "*", "?", "$(id)", "`id`", ";rm -rf /", "\\", ":",
-  "@", "#", "-", ".", "..x", "-x", "x-", "x_y", "\u0085", "\x7f", "'", '"', "<script>", "{{.}}", "%s%n", "\u0130",
+  "../",
+  "..",
+  "/etc/passwd",
+  "..\\..\\windows",
+  "%2e%2e%2f",
+  "/",
+  "\0",
+  "a\0b",
+  "\n",
+  "\r\n",
+  "\t",
+  " ",
+  "A",
+  "PV",
+  "Ü",
+  "名前",
+  "😀",
+  "\u202e",
+  "\ud800",
+  "\udfff",
+  "\ufeff",
+  "\u00a0",
+  "_",
+  "*",
+  "?",
+  "$(id)",
+  "`id`",
+  ";rm -rf /",
+  "\\",
+  ":",
+  "@",
+  "#",
+  "-",
+  ".",
+  "..x",
+  "-x",
+  "x-",
+  "x_y",
+  "\u0085",
+  "\x7f",
+  "'",
+  '"',
+  "<script>",
+  "{{.}}",
+  "%s%n",
+  "\u0130",
 ];
 
 /** A name the DESIGN's DNS-1123 rule refuses: traversal, NUL, unicode, control characters, or too long. */
@@ -167,7 +224,9 @@ function badName(r: Rng): string {
   if (kind === 1) return r.ascii(r.range(254, 5_000), "abcdefghijklmnopqrstuvwxyz0123456789-.");
   if (kind === 2) return r.ascii(r.range(5_000, 60_000), "abcdefghijklmnopqrstuvwxyz");
   if (kind === 3) return Array.from({ length: r.range(1, 2_000) }, () => r.pick(BAD_PIECES)).join("");
-  let s = Array.from({ length: r.range(1, 6) }, () => (r.chance(0.5) ? r.ascii(r.range(1, 12), "abcdefghijklmnopqrstuvwxyz0123456789") : r.pick(BAD_PIECES))).join(r.pick(["", ".", "-", "/"]));
+  let s = Array.from({ length: r.range(1, 6) }, () =>
+    r.chance(0.5) ? r.ascii(r.range(1, 12), "abcdefghijklmnopqrstuvwxyz0123456789") : r.pick(BAD_PIECES),
+  ).join(r.pick(["", ".", "-", "/"]));
   while (validName(s)) s += r.pick(BAD_PIECES);
   return s;
 }
@@ -267,7 +326,9 @@ function randomStream(r: Rng): Buffer[] {
     PREFACE.subarray(0, r.range(1, PREFACE.length)),
     PREFACE,
     Buffer.from([0x16, 0x03, r.int(5)]),
-    Buffer.from(`${r.pick(["GET", "POST", "PRI", "CONNECT"])} /${r.ascii(r.range(0, 40))} HTTP/1.1\r\nHost: x\r\n${r.chance(0.5) ? "Upgrade: h2c\r\n" : ""}\r\n`),
+    Buffer.from(
+      `${r.pick(["GET", "POST", "PRI", "CONNECT"])} /${r.ascii(r.range(0, 40))} HTTP/1.1\r\nHost: x\r\n${r.chance(0.5) ? "Upgrade: h2c\r\n" : ""}\r\n`,
+    ),
   ]);
   const chunks: Buffer[] = [lead];
   for (let n = r.range(1, 3); n > 0; n--) chunks.push(r.bytes(r.range(0, 1_500)));
@@ -344,17 +405,41 @@ function framingCase(r: Rng): FramingCase {
       return { name: "no message", headers: {}, body: Buffer.alloc(0), http: 200, grpc: grpc.status.UNIMPLEMENTED };
     case 1: {
       const declared = r.range(2, 60_000);
-      return { name: "truncated message", headers: {}, body: grpcMessage(r.bytes(r.int(Math.min(declared, 2_000))), 0, declared), http: 200, grpc: grpc.status.UNIMPLEMENTED };
+      return {
+        name: "truncated message",
+        headers: {},
+        body: grpcMessage(r.bytes(r.int(Math.min(declared, 2_000))), 0, declared),
+        http: 200,
+        grpc: grpc.status.UNIMPLEMENTED,
+      };
     }
     case 2:
       return { name: "partial length prefix", headers: {}, body: r.bytes(r.range(1, 4)), http: 200, grpc: grpc.status.UNIMPLEMENTED };
     case 3:
-      return { name: "declared length over the limit", headers: {}, body: grpcMessage(r.bytes(r.range(0, 100)), 0, r.range(MAX_MESSAGE + 1, 2 ** 32 - 1)), http: 200, grpc: grpc.status.RESOURCE_EXHAUSTED };
+      return {
+        name: "declared length over the limit",
+        headers: {},
+        body: grpcMessage(r.bytes(r.range(0, 100)), 0, r.range(MAX_MESSAGE + 1, 2 ** 32 - 1)),
+        http: 200,
+        grpc: grpc.status.RESOURCE_EXHAUSTED,
+      };
     case 4:
-      return { name: "two messages in a unary call", headers: {}, body: Buffer.concat([grpcMessage(valid), grpcMessage(valid)]), http: 200, grpc: grpc.status.UNIMPLEMENTED };
+      return {
+        name: "two messages in a unary call",
+        headers: {},
+        body: Buffer.concat([grpcMessage(valid), grpcMessage(valid)]),
+        http: 200,
+        grpc: grpc.status.UNIMPLEMENTED,
+      };
     case 5: {
       const encoding = r.pick(["br", "zstd", "snappy", `x-${r.ascii(r.range(1, 10), "abcdefghijklmnopqrstuvwxyz")}`]);
-      return { name: `compressed with unsupported "${encoding}"`, headers: { "grpc-encoding": encoding }, body: grpcMessage(r.bytes(r.range(0, 200)), 1), http: 200, grpc: grpc.status.UNIMPLEMENTED };
+      return {
+        name: `compressed with unsupported "${encoding}"`,
+        headers: { "grpc-encoding": encoding },
+        body: grpcMessage(r.bytes(r.range(0, 200)), 1),
+        http: 200,
+        grpc: grpc.status.UNIMPLEMENTED,
+      };
     }
     case 6: {
       const junk = r.bytes(r.range(1, 500));
@@ -366,9 +451,20 @@ function framingCase(r: Rng): FramingCase {
       return { name: "gzip bomb", headers: { "grpc-encoding": "gzip" }, body: grpcMessage(bomb, 1), http: 200, grpc: grpc.status.RESOURCE_EXHAUSTED };
     }
     case 8:
-      return { name: "invalid grpc-timeout", headers: { "grpc-timeout": r.ascii(r.range(1, 12), "abcdefghijklmnopqrstuvwxyz!?-") }, body: grpcMessage(valid), http: 200, grpc: grpc.status.INTERNAL };
+      return {
+        name: "invalid grpc-timeout",
+        headers: { "grpc-timeout": r.ascii(r.range(1, 12), "abcdefghijklmnopqrstuvwxyz!?-") },
+        body: grpcMessage(valid),
+        http: 200,
+        grpc: grpc.status.INTERNAL,
+      };
     default:
-      return { name: "not a gRPC content-type", headers: { "content-type": r.pick(["text/plain", "application/json", "application/x-www-form-urlencoded", "image/png"]) }, body: grpcMessage(valid), http: 415 };
+      return {
+        name: "not a gRPC content-type",
+        headers: { "content-type": r.pick(["text/plain", "application/json", "application/x-www-form-urlencoded", "image/png"]) },
+        body: grpcMessage(valid),
+        http: 415,
+      };
   }
 }
 
@@ -401,7 +497,14 @@ describe("hostile input: the sidecar never crashes, answers each request with th
       startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath, nodeId: "node-2", args: authArgs(AUDIENCE, tlsFiles) }),
     ]);
     off = { name: "auth off", sidecar: plain, tls: false, creds: () => grpc.credentials.createInsecure(), options: {}, allowed: {} };
-    on = { name: "auth on", sidecar: secure, tls: true, creds: () => tlsCredentials(tlsFiles), options: TLS_CLIENT_OPTIONS, allowed: { authorization: `Bearer ${VALID_TOKEN}` } };
+    on = {
+      name: "auth on",
+      sidecar: secure,
+      tls: true,
+      creds: () => tlsCredentials(tlsFiles),
+      options: TLS_CLIENT_OPTIONS,
+      allowed: { authorization: `Bearer ${VALID_TOKEN}` },
+    };
     for (const t of [off, on]) {
       await waitFor(`${t.name} SERVING`, async () => (await checkHealth(t.sidecar.address, t.creds(), t.options)) === "SERVING", { timeoutMs: 20_000 });
       // Control: an allowed caller's request does reach the driver.
@@ -459,7 +562,10 @@ describe("hostile input: the sidecar never crashes, answers each request with th
       let session: http2.ClientHttp2Session | undefined;
       const open = () => {
         if (session && !session.closed && !session.destroyed) return session;
-        const s = http2.connect(t.tls ? `https://127.0.0.1:${t.sidecar.port}` : `http://127.0.0.1:${t.sidecar.port}`, { rejectUnauthorized: false, servername: "localhost" });
+        const s = http2.connect(t.tls ? `https://127.0.0.1:${t.sidecar.port}` : `http://127.0.0.1:${t.sidecar.port}`, {
+          rejectUnauthorized: false,
+          servername: "localhost",
+        });
         s.on("error", () => {});
         return (session = s);
       };
@@ -490,8 +596,14 @@ describe("hostile input: the sidecar never crashes, answers each request with th
         return expectCode(await rawUnary(c, heal ? METHODS.heal : METHODS.health, body, t.allowed), want, `pv_name ${show(name)}`);
       });
       await fuzz(`oversized messages, ${t.name}`, { count: 12, ms: 20_000, concurrency: 4 }, async (r) => {
-        const body = r.chance(0.5) ? encodeHealth(r.ascii(r.range(MAX_MESSAGE + 1, MAX_MESSAGE + 400_000), "abcdefghijklmnopqrstuvwxyz")) : r.bytes(r.range(MAX_MESSAGE + 1, MAX_MESSAGE + 300_000));
-        return expectCode(await rawUnary(c, r.pick([METHODS.health, METHODS.heal]), body, t.allowed), grpc.status.RESOURCE_EXHAUSTED, `${body.length}-byte message`);
+        const body = r.chance(0.5)
+          ? encodeHealth(r.ascii(r.range(MAX_MESSAGE + 1, MAX_MESSAGE + 400_000), "abcdefghijklmnopqrstuvwxyz"))
+          : r.bytes(r.range(MAX_MESSAGE + 1, MAX_MESSAGE + 300_000));
+        return expectCode(
+          await rawUnary(c, r.pick([METHODS.health, METHODS.heal]), body, t.allowed),
+          grpc.status.RESOURCE_EXHAUSTED,
+          `${body.length}-byte message`,
+        );
       });
       await assertAlive(t);
     }
@@ -529,15 +641,35 @@ describe("hostile input: the sidecar never crashes, answers each request with th
       let want = grpc.status.UNAUTHENTICATED;
       const kind = r.int(9);
       switch (kind) {
-        case 0: md = {}; break;
-        case 1: md = { authorization: `${r.pick(["Basic", "Token", "Bearer:", "Negotiate", ""])} ${r0(r, r.range(1, 200))}` }; break;
-        case 2: md = { authorization: `Bearer ${r0(r, r.range(1, 100))} ${r0(r, r.range(1, 100))}` }; break;
-        case 3: md = { authorization: `${r.pick(["Bearer", "bearer", "BEARER"])} ${r0(r, r.range(1, 4_000))}` }; break;
-        case 4: md = { authorization: `Bearer ${r0(r, r.range(4_000, 15_000))}` }; break;
-        case 5: md = { authorization: `Bearer ${r.pick([EXPIRED_TOKEN, OTHER_AUDIENCE_TOKEN])}` }; break;
-        case 6: md = { authorization: `Bearer ${NOT_ALLOWED_TOKEN}` }; want = grpc.status.PERMISSION_DENIED; break;
-        case 7: md = { authorization: `Bearer ${r0(r, r.range(MAX_METADATA + 100, 64_000))}` }; want = grpc.status.RESOURCE_EXHAUSTED; break;
-        default: md = { authorization: `Bearer ${VALID_TOKEN}`, ["x-" + r.ascii(8, "abcdefghij")]: r0(r, r.range(MAX_METADATA + 100, 64_000)) }; want = grpc.status.RESOURCE_EXHAUSTED;
+        case 0:
+          md = {};
+          break;
+        case 1:
+          md = { authorization: `${r.pick(["Basic", "Token", "Bearer:", "Negotiate", ""])} ${r0(r, r.range(1, 200))}` };
+          break;
+        case 2:
+          md = { authorization: `Bearer ${r0(r, r.range(1, 100))} ${r0(r, r.range(1, 100))}` };
+          break;
+        case 3:
+          md = { authorization: `${r.pick(["Bearer", "bearer", "BEARER"])} ${r0(r, r.range(1, 4_000))}` };
+          break;
+        case 4:
+          md = { authorization: `Bearer ${r0(r, r.range(4_000, 15_000))}` };
+          break;
+        case 5:
+          md = { authorization: `Bearer ${r.pick([EXPIRED_TOKEN, OTHER_AUDIENCE_TOKEN])}` };
+          break;
+        case 6:
+          md = { authorization: `Bearer ${NOT_ALLOWED_TOKEN}` };
+          want = grpc.status.PERMISSION_DENIED;
+          break;
+        case 7:
+          md = { authorization: `Bearer ${r0(r, r.range(MAX_METADATA + 100, 64_000))}` };
+          want = grpc.status.RESOURCE_EXHAUSTED;
+          break;
+        default:
+          md = { authorization: `Bearer ${VALID_TOKEN}`, ["x-" + r.ascii(8, "abcdefghij")]: r0(r, r.range(MAX_METADATA + 100, 64_000)) };
+          want = grpc.status.RESOURCE_EXHAUSTED;
       }
       const heal = r.chance(0.5);
       const body = heal ? encodeHeal(REAL_PV, r.int(2)) : encodeHealth(REAL_PV);
@@ -571,7 +703,9 @@ describe("hostile input: the sidecar never crashes, answers each request with th
           const c = client(t, true);
           const got = await rawUnary(c, METHODS.health, encodeHealth(REAL_PV), md);
           c.close();
-          const reset = (got.code === grpc.status.RESOURCE_EXHAUSTED && /Bandwidth exhausted/.test(got.details)) || (got.code === grpc.status.INTERNAL && /RST_STREAM with code 2\b/.test(got.details));
+          const reset =
+            (got.code === grpc.status.RESOURCE_EXHAUSTED && /Bandwidth exhausted/.test(got.details)) ||
+            (got.code === grpc.status.INTERNAL && /RST_STREAM with code 2\b/.test(got.details));
           return reset ? undefined : `${Object.keys(md).length} entries: got ${grpc.status[got.code]} (${got.details}), want the stream reset`;
         } else if (kind === 3) {
           md["x-junk"] = r.ascii(r.range(130_000, 1_000_000));
@@ -591,7 +725,9 @@ describe("hostile input: the sidecar never crashes, answers each request with th
     for (const t of [off, on]) {
       const c = client(t);
       await fuzz(`unknown methods, ${t.name}`, { count: 150, ms: 20_000, concurrency: 16 }, async (r) => {
-        const path = r.pick(["/", "/sidecar.v1.VolumeHealer/", "/healer.v1.VolumeHealerNode/", "/csi.v1.Node/", "/../"]) + r.ascii(r.range(1, 200), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789./_-%");
+        const path =
+          r.pick(["/", "/sidecar.v1.VolumeHealer/", "/healer.v1.VolumeHealerNode/", "/csi.v1.Node/", "/../"]) +
+          r.ascii(r.range(1, 200), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789./_-%");
         return expectCode(await rawUnary(c, path, r.bytes(r.range(0, 100)), t.allowed), grpc.status.UNIMPLEMENTED, path);
       });
       await assertAlive(t);

@@ -26,8 +26,19 @@ let sidecar: SidecarProc;
 before(async () => {
   const dir = tempDir();
   const socket = join(dir, "addons.sock");
-  const method = (name: string) => ({ path: `/identity.Identity/${name}`, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw });
-  const answer = (bytes: Buffer): grpc.handleUnaryCall<Buffer, Buffer> => (_call, cb) => cb(null, bytes);
+  const method = (name: string) => ({
+    path: `/identity.Identity/${name}`,
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: raw,
+    requestDeserialize: raw,
+    responseSerialize: raw,
+    responseDeserialize: raw,
+  });
+  const answer =
+    (bytes: Buffer): grpc.handleUnaryCall<Buffer, Buffer> =>
+    (_call, cb) =>
+      cb(null, bytes);
   driver = await serveFakeDriver(
     socket,
     { GetIdentity: method("GetIdentity"), GetCapabilities: method("GetCapabilities"), Probe: method("Probe") },

@@ -54,11 +54,15 @@ test(`an idle sidecar wakes at most ${MAX_PER_SECOND} times a second`, { skip: p
   const pid = sidecar.proc.child.pid!;
   // Start-up work (module compilation on V8's threads, the first watch events) settles first:
   // wait for a whole second with few switches, then measure.
-  await waitFor("start-up to settle", async () => {
-    const a = mainThread(pid);
-    await new Promise((r) => setTimeout(r, 1000));
-    return mainThread(pid) - a <= MAX_PER_SECOND;
-  }, { timeoutMs: 30_000, intervalMs: 0 }).catch(() => undefined);
+  await waitFor(
+    "start-up to settle",
+    async () => {
+      const a = mainThread(pid);
+      await new Promise((r) => setTimeout(r, 1000));
+      return mainThread(pid) - a <= MAX_PER_SECOND;
+    },
+    { timeoutMs: 30_000, intervalMs: 0 },
+  ).catch(() => undefined);
   const [main0, all0] = [mainThread(pid), allThreads(pid)];
   const t0 = performance.now();
   await new Promise((r) => setTimeout(r, WINDOW_MS));

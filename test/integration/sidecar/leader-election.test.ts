@@ -28,9 +28,24 @@ function controllerPluginObjects(): Obj[] {
   const deployUid = "9b0c7c1e-0000-4a4a-9d9d-00000000000d";
   const rsUid = "9b0c7c1e-0000-4a4a-9d9d-00000000000e";
   return [
-    { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: DEPLOYMENT, namespace: NAMESPACE, uid: deployUid }, spec: { selector: { matchLabels: labels }, template } },
-    { apiVersion: "apps/v1", kind: "ReplicaSet", metadata: { name: RS, namespace: NAMESPACE, uid: rsUid, labels, ownerReferences: owner("Deployment", DEPLOYMENT, deployUid) }, spec: { selector: { matchLabels: labels }, template } },
-    ...PODS.map((name, i) => ({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: NAMESPACE, labels, ownerReferences: owner("ReplicaSet", RS, rsUid) }, spec: { nodeName: NODES[i], containers: template.spec.containers } })),
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: DEPLOYMENT, namespace: NAMESPACE, uid: deployUid },
+      spec: { selector: { matchLabels: labels }, template },
+    },
+    {
+      apiVersion: "apps/v1",
+      kind: "ReplicaSet",
+      metadata: { name: RS, namespace: NAMESPACE, uid: rsUid, labels, ownerReferences: owner("Deployment", DEPLOYMENT, deployUid) },
+      spec: { selector: { matchLabels: labels }, template },
+    },
+    ...PODS.map((name, i) => ({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: NAMESPACE, labels, ownerReferences: owner("ReplicaSet", RS, rsUid) },
+      spec: { nodeName: NODES[i], containers: template.spec.containers },
+    })),
     ...NODES.map((name) => ({ apiVersion: "v1", kind: "Node", metadata: { name }, status: { volumesInUse: [] } })),
   ];
 }
@@ -80,11 +95,15 @@ describe("a controller plugin's two sidecars", () => {
     await second.proc.waitForOutput("taking part in the controller plugin's leader election", 20_000);
     // While the second one tries (every retry period), the first renews and keeps the Lease.
     const renewals = new Set<string>();
-    await waitFor("three renewals by the first sidecar", () => {
-      assert.equal(holder(), PODS[0], "the Lease changed hands while its holder was alive");
-      renewals.add(lease()!.spec.renewTime);
-      return renewals.size >= 3;
-    }, { timeoutMs: 20_000 });
+    await waitFor(
+      "three renewals by the first sidecar",
+      () => {
+        assert.equal(holder(), PODS[0], "the Lease changed hands while its holder was alive");
+        renewals.add(lease()!.spec.renewTime);
+        return renewals.size >= 3;
+      },
+      { timeoutMs: 20_000 },
+    );
     assert.equal(lease()!.spec.leaseTransitions, 0);
     assert.equal(first.logLines().filter((l) => String(l["message"]).startsWith("became the leader")).length, 1);
     assert.equal(second.logLines().filter((l) => String(l["message"]).startsWith("became the leader")).length, 0);
@@ -121,7 +140,11 @@ describe("a node plugin's sidecar", () => {
   test("takes part in no Lease", async () => {
     kube = await startTestKube();
     const stub = await startDriverStub({});
-    const sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath, args: ["--leader-election-retry-period=300ms", "--leader-election-renew-deadline=1s", "--leader-election-lease-duration=2s"] });
+    const sidecar = await startSidecarProc({
+      driverSocket: stub.addonsSocket,
+      kubeconfig: kube.kubeconfigPath,
+      args: ["--leader-election-retry-period=300ms", "--leader-election-renew-deadline=1s", "--leader-election-lease-duration=2s"],
+    });
     try {
       await waitHealth(sidecar, "SERVING");
       await sidecar.proc.waitForOutput("the driver has no CONTROLLER_SERVICE capability: not taking part in leader election");

@@ -21,7 +21,17 @@ import { DRIVER, NAMESPACE, NODE, csiDriver, namespace, node, pv, secret, upstre
 import { VolumeHealerClient, HealVolumeRequest_Mode as Mode } from "../../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../../proto/gen/healer/v1/healer.js";
 import { secretDigest } from "../../../driver-stub/call-log.js";
-import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, tlsCredentials, type TlsFiles } from "../../support/secure-sidecar.js";
+import {
+  AUDIENCE,
+  HEALER_USER,
+  TLS_CLIENT_OPTIONS,
+  allowHealer,
+  authArgs,
+  checkHealth,
+  makeTlsFiles,
+  tlsCredentials,
+  type TlsFiles,
+} from "../../support/secure-sidecar.js";
 
 const SA_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const SA_TOKEN = "sa-token-3c1f9e0b7d2a4e58b6a1c0d9e8f7a6b5";
@@ -46,7 +56,12 @@ function deploymentObjects(): Obj[] {
   const template = { metadata: { labels }, spec: { containers: [{ name: "csi-addons-healer", image: "healer:dev" }] } };
   const owner = (kind: string, name: string, uid: string) => [{ apiVersion: "apps/v1", kind, name, uid, controller: true, blockOwnerDeletion: true }];
   return [
-    { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: DEPLOYMENT, namespace: NAMESPACE, uid: DEPLOYMENT_UID }, spec: { selector: { matchLabels: labels }, template } },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: DEPLOYMENT, namespace: NAMESPACE, uid: DEPLOYMENT_UID },
+      spec: { selector: { matchLabels: labels }, template },
+    },
     {
       apiVersion: "apps/v1",
       kind: "ReplicaSet",
@@ -101,7 +116,11 @@ const STEPS = [
 type Step = (typeof STEPS)[number];
 
 class StepFailed extends Error {
-  constructor(readonly step: Step, readonly code: string | undefined, why: string) {
+  constructor(
+    readonly step: Step,
+    readonly code: string | undefined,
+    why: string,
+  ) {
     super(`step "${step}" failed${code ? ` with ${code}` : ""}: ${why}`);
   }
 }
@@ -132,11 +151,15 @@ async function flow(sidecar: SidecarProc): Promise<void> {
   // will grant it later. `why` says what failed when the wait runs out instead.
   const within = async <T>(step: Step, resource: string, what: string, probe: () => T | Promise<T>, timeoutMs: number, why: () => string) => {
     const refused = new RegExp(`cannot \\w+ resource "${resource}"`);
-    await waitFor(what, () => {
-      const line = sidecar.logLines().find((l) => Object.values(l).some((v) => typeof v === "string" && refused.test(v)));
-      if (line) throw new StopWaiting(`${String(line.message)}: ${String(line.reason ?? line.error)}`);
-      return probe();
-    }, { timeoutMs }).catch((err: Error) => {
+    await waitFor(
+      what,
+      () => {
+        const line = sidecar.logLines().find((l) => Object.values(l).some((v) => typeof v === "string" && refused.test(v)));
+        if (line) throw new StopWaiting(`${String(line.message)}: ${String(line.reason ?? line.error)}`);
+        return probe();
+      },
+      { timeoutMs },
+    ).catch((err: Error) => {
       throw err instanceof StepFailed ? err : new StepFailed(step, undefined, err instanceof StopWaiting ? err.message : why());
     });
   };
@@ -179,13 +202,27 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     if (po.health?.state !== State.HEALTHY) throw new StepFailed(step, undefined, `health ${JSON.stringify(po.health)}, expected HEALTHY`);
 
     step = STEPS[10];
-    await within(step, "pods", "the sidecar's watch of this node's Pods", () => kube.counters.get("watch", "pods") >= 1, 10_000, () => "the sidecar never watched this node's Pods");
+    await within(
+      step,
+      "pods",
+      "the sidecar's watch of this node's Pods",
+      () => kube.counters.get("watch", "pods") >= 1,
+      10_000,
+      () => "the sidecar never watched this node's Pods",
+    );
     // A watch refused at once would count too: the lists must stop once it stands.
-    await within(step, "pods", "the Pods served from the watch", async () => {
-      const lists = kube.counters.get("list", "pods");
-      for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-podonly" }, { metadata }));
-      return kube.counters.get("list", "pods") === lists;
-    }, 5_000, () => "this node's Pods are listed for every request: not served from a watch");
+    await within(
+      step,
+      "pods",
+      "the Pods served from the watch",
+      async () => {
+        const lists = kube.counters.get("list", "pods");
+        for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-podonly" }, { metadata }));
+        return kube.counters.get("list", "pods") === lists;
+      },
+      5_000,
+      () => "this node's Pods are listed for every request: not served from a watch",
+    );
 
     step = STEPS[11];
     // The first heal finds no VolumeAttachment and asks the CSIDriver; the second knows.
@@ -195,49 +232,102 @@ async function flow(sidecar: SidecarProc): Promise<void> {
       // The driver's own answer for a healthy volume: it was asked.
       if (po2.result !== Result.NOT_NEEDED) throw new StepFailed(step, undefined, `result ${po2.result}, expected the driver's NOT_NEEDED`);
       const vaExtra = kube.counters.get("get", "volumeattachments") - vaReads;
-      if (heal === "second" && vaExtra !== 0) throw new StepFailed(step, undefined, `${vaExtra} GET(s) of a VolumeAttachment to heal again a volume whose driver has no attach step (its CSIDriver says so)`);
+      if (heal === "second" && vaExtra !== 0)
+        throw new StepFailed(
+          step,
+          undefined,
+          `${vaExtra} GET(s) of a VolumeAttachment to heal again a volume whose driver has no attach step (its CSIDriver says so)`,
+        );
     }
 
     step = STEPS[4];
     // Once the watch request has arrived, the cache is synced (the sidecar reads, then watches).
-    await within(step, "nodes", "the sidecar's watch on its Node", () => kube.counters.get("watch", "nodes") >= 1, 10_000, () => "the sidecar never watched its Node");
+    await within(
+      step,
+      "nodes",
+      "the sidecar's watch on its Node",
+      () => kube.counters.get("watch", "nodes") >= 1,
+      10_000,
+      () => "the sidecar never watched its Node",
+    );
     const reads = kube.counters.get("get", "nodes");
     for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     const extra = kube.counters.get("get", "nodes") - reads;
     if (extra !== 0) throw new StepFailed(step, undefined, `${extra} GET(s) of Node ${NODE} for 3 requests: the Node is not served from a watch`);
 
     step = STEPS[7];
-    await within(step, "persistentvolumes", "the sidecar's watch of PersistentVolumes", () => kube.counters.get("watch", "persistentvolumes") >= 1, 10_000, () => "the sidecar never watched PersistentVolumes");
+    await within(
+      step,
+      "persistentvolumes",
+      "the sidecar's watch of PersistentVolumes",
+      () => kube.counters.get("watch", "persistentvolumes") >= 1,
+      10_000,
+      () => "the sidecar never watched PersistentVolumes",
+    );
     await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     const pvReads = kube.counters.get("get", "persistentvolumes");
     for (let i = 0; i < 3; i++) await expectOk(step, call(client, client.getVolumeHealth, { pvName: "pv-noattach" }, { metadata }));
     const pvExtra = kube.counters.get("get", "persistentvolumes") - pvReads;
-    if (pvExtra !== 0) throw new StepFailed(step, undefined, `${pvExtra} GET(s) of PersistentVolume pv-noattach for 3 checks: not served from the watched cache`);
+    if (pvExtra !== 0)
+      throw new StepFailed(step, undefined, `${pvExtra} GET(s) of PersistentVolume pv-noattach for 3 checks: not served from the watched cache`);
 
     step = STEPS[5];
     const before = getNodeObject()!;
     const seen = logCount(sidecar, "CSIAddonsNode was deleted; recreating it");
     kube.delete(CAN, "CSIAddonsNode", NAMESPACE, NODE_OBJECT);
-    await within(step, "csiaddonsnodes", "the CSIAddonsNode recreated", () => {
-      const o = getNodeObject();
-      return o !== undefined && o.metadata.uid !== before.metadata.uid;
-    }, 10_000, () => "not recreated within 10 s");
-    await within(step, "csiaddonsnodes", "the watch to report the deletion", () => logCount(sidecar, "CSIAddonsNode was deleted; recreating it") > seen, 2_000,
-      () => "recreated by a retry after its watch failed, not because the watch saw the deletion");
+    await within(
+      step,
+      "csiaddonsnodes",
+      "the CSIAddonsNode recreated",
+      () => {
+        const o = getNodeObject();
+        return o !== undefined && o.metadata.uid !== before.metadata.uid;
+      },
+      10_000,
+      () => "not recreated within 10 s",
+    );
+    await within(
+      step,
+      "csiaddonsnodes",
+      "the watch to report the deletion",
+      () => logCount(sidecar, "CSIAddonsNode was deleted; recreating it") > seen,
+      2_000,
+      () => "recreated by a retry after its watch failed, not because the watch saw the deletion",
+    );
 
     step = STEPS[6];
     await stub.kill();
     stub = await startDriverStub({ ...stub.options, state: undefined });
-    await within(step, "csiaddonsnodes", "driverRestartedAt on the CSIAddonsNode", () => getNodeObject()?.metadata.annotations?.[DRIVER_RESTARTED_AT], 15_000,
-      () => `no ${DRIVER_RESTARTED_AT} annotation within 15 s`);
-    await within(step, "csiaddonsnodes", "SERVING after the driver restart", () => serving(sidecar), 15_000, () => "not SERVING again after the driver restart");
+    await within(
+      step,
+      "csiaddonsnodes",
+      "driverRestartedAt on the CSIAddonsNode",
+      () => getNodeObject()?.metadata.annotations?.[DRIVER_RESTARTED_AT],
+      15_000,
+      () => `no ${DRIVER_RESTARTED_AT} annotation within 15 s`,
+    );
+    await within(
+      step,
+      "csiaddonsnodes",
+      "SERVING after the driver restart",
+      () => serving(sidecar),
+      15_000,
+      () => "not SERVING again after the driver restart",
+    );
 
     step = STEPS[8];
     // Created (or taken over) with this pod as holder, then renewed by an update.
-    await within(step, "leases", "the Lease held by this pod and renewed", () => {
-      const l = getLease();
-      return l?.spec.holderIdentity === POD && l.spec.renewTime !== l.spec.acquireTime;
-    }, 10_000, () => `Lease ${LEASE}: ${JSON.stringify(getLease()?.spec)}`);
+    await within(
+      step,
+      "leases",
+      "the Lease held by this pod and renewed",
+      () => {
+        const l = getLease();
+        return l?.spec.holderIdentity === POD && l.spec.renewTime !== l.spec.acquireTime;
+      },
+      10_000,
+      () => `Lease ${LEASE}: ${JSON.stringify(getLease()?.spec)}`,
+    );
   } finally {
     client.close();
   }
@@ -289,8 +379,7 @@ async function runWith(rules: RbacRules): Promise<StepFailed | undefined> {
 
 /** deploy/'s rules with one verb of one rule taken away (the rule goes when it was its last verb). */
 function without(rules: RbacRules, scope: keyof RbacRules, index: number, verb: string): RbacRules {
-  const cut = (list: Rule[]) =>
-    list.flatMap((r, i) => (i !== index ? [r] : r.verbs.length > 1 ? [{ ...r, verbs: r.verbs.filter((v) => v !== verb) }] : []));
+  const cut = (list: Rule[]) => list.flatMap((r, i) => (i !== index ? [r] : r.verbs.length > 1 ? [{ ...r, verbs: r.verbs.filter((v) => v !== verb) }] : []));
   return { namespaced: scope === "namespaced" ? cut(rules.namespaced) : rules.namespaced, cluster: scope === "cluster" ? cut(rules.cluster) : rules.cluster };
 }
 
@@ -323,7 +412,10 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
 
 describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
   // A controller plugin: base/ and the Lease component it adds (issue 48: node plugins get no Lease rule).
-  const deployed = loadRbacRules(render("examples/controller-plugin").map((doc) => ({ file: "examples/controller-plugin", doc })), "csi-stub-controller-example");
+  const deployed = loadRbacRules(
+    render("examples/controller-plugin").map((doc) => ({ file: "examples/controller-plugin", doc })),
+    "csi-stub-controller-example",
+  );
   // The baseline runs once per file run, whichever test needs it first: a case run alone by name
   // runs it too, and fails (never skips) when the flow does not work even with every permission.
   let baseline: Promise<StepFailed | undefined> | undefined;
@@ -351,7 +443,11 @@ describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
     });
     // A quiet Node's resourceVersion soon leaves the watch window on a real cluster; so it does here.
     for (let i = 0; i < 2 * WATCH_WINDOW; i++) await kube.create(secret("default", `churn-${i}`, { n: String(i) }));
-    kube.auth.addToken(SA_TOKEN, { username: SA_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
+    kube.auth.addToken(SA_TOKEN, {
+      username: SA_USER,
+      groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
+      audiences: [KUBE_API_AUDIENCE],
+    });
     kube.auth.addToken(HEALER_TOKEN, { username: HEALER_USER, groups: ["system:serviceaccounts"], audiences: [AUDIENCE] });
     allowHealer(kube);
     saKubeconfig = kube.writeKubeconfig(SA_TOKEN, SA_USER);

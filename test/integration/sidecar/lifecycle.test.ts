@@ -150,10 +150,14 @@ describe("sidecar lifecycle", () => {
     await waitHealth(sidecar, "SERVING");
     const uid = getNodeObject()!.metadata.uid;
     kube.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
-    const again = await waitFor("recreated", () => {
-      const o = getNodeObject();
-      return o && o.metadata.uid !== uid ? o : undefined;
-    }, { timeoutMs: 10_000 });
+    const again = await waitFor(
+      "recreated",
+      () => {
+        const o = getNodeObject();
+        return o && o.metadata.uid !== uid ? o : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
     assert.equal(again.spec.driver.name, DRIVER);
     await waitHealth(sidecar, "SERVING");
   });
@@ -183,10 +187,14 @@ describe("sidecar lifecycle", () => {
     const cur = getNodeObject()!;
     assert.equal(cur.spec.driver.endpoint, ours);
     kube.update({ ...cur, spec: { driver: { ...cur.spec.driver, endpoint: "pod://someone-else.csi:9999" } } });
-    const back = await waitFor("the endpoint put back", () => {
-      const o = getNodeObject();
-      return o?.spec.driver.endpoint === ours ? o : undefined;
-    }, { timeoutMs: 10_000 });
+    const back = await waitFor(
+      "the endpoint put back",
+      () => {
+        const o = getNodeObject();
+        return o?.spec.driver.endpoint === ours ? o : undefined;
+      },
+      { timeoutMs: 10_000 },
+    );
     assert.equal(back.metadata.uid, cur.metadata.uid, "updated in place, not recreated");
     assert.deepEqual(back.spec.driver, { name: DRIVER, endpoint: ours, nodeID: NODE });
     await waitHealth(sidecar, "SERVING");
@@ -205,7 +213,10 @@ describe("sidecar lifecycle", () => {
     const obj = getNodeObject()!;
     assert.notEqual(obj.metadata.uid, oldUid);
     assert.equal(obj.spec.driver.name, DRIVER);
-    assert.ok(sidecar.logLines().some((l) => l.level === "warn" && l.message === "CSIAddonsNode has immutable fields that differ; replacing it"), "says why it replaced the object");
+    assert.ok(
+      sidecar.logLines().some((l) => l.level === "warn" && l.message === "CSIAddonsNode has immutable fields that differ; replacing it"),
+      "says why it replaced the object",
+    );
   });
 
   test("the API server down at start: no exit, NOT_SERVING with a clear log, SERVING once it is back", async () => {
@@ -228,10 +239,14 @@ describe("sidecar lifecycle", () => {
       await current.kill();
       await waitHealth(sidecar, "NOT_SERVING");
       current = track(await startDriverStub({ dir }));
-      const stamp = await waitFor(`driverRestartedAt #${i + 1}`, () => {
-        const v = getNodeObject()?.metadata.annotations?.["sidecar.csiaddons.openshift.io/driverRestartedAt"];
-        return v && !seen.includes(v) ? v : undefined;
-      }, { timeoutMs: 20_000 });
+      const stamp = await waitFor(
+        `driverRestartedAt #${i + 1}`,
+        () => {
+          const v = getNodeObject()?.metadata.annotations?.["sidecar.csiaddons.openshift.io/driverRestartedAt"];
+          return v && !seen.includes(v) ? v : undefined;
+        },
+        { timeoutMs: 20_000 },
+      );
       seen.push(stamp);
       await waitHealth(sidecar, "SERVING");
     }
@@ -246,7 +261,12 @@ describe("sidecar lifecycle", () => {
     await waitHealth(sidecar, "SERVING");
     const text = await sidecar.metrics();
     assert.match(text, /# TYPE csi_sidecar_operations_seconds histogram/);
-    assert.match(text, new RegExp(`csi_sidecar_operations_seconds_count\\{driver_name="${DRIVER.replace(/\./g, "\\.")}",method_name="/identity.Identity/GetCapabilities",grpc_status_code="OK"\\} 1`));
+    assert.match(
+      text,
+      new RegExp(
+        `csi_sidecar_operations_seconds_count\\{driver_name="${DRIVER.replace(/\./g, "\\.")}",method_name="/identity.Identity/GetCapabilities",grpc_status_code="OK"\\} 1`,
+      ),
+    );
     for (const le of ["0.1", "0.25", "0.5", "1", "2.5", "5", "10", "15", "25", "50", "120", "300", "600"]) {
       assert.ok(text.includes(`le="${le}"`), `bucket ${le}`);
     }
@@ -336,10 +356,11 @@ describe("the CRD installed after the sidecar started", () => {
       const n = kube.counters.get(verb, "csiaddonsnodes") - from[verb];
       assert.ok(n <= 15, `${n} ${verb} requests for CSIAddonsNodes in 3 s while the CRD is missing`);
     }
-    const crd = parseAllDocuments(readFileSync(upstreamCrdFile, "utf8")).map((d) => d.toJS()).find((d) => d?.kind === "CustomResourceDefinition");
+    const crd = parseAllDocuments(readFileSync(upstreamCrdFile, "utf8"))
+      .map((d) => d.toJS())
+      .find((d) => d?.kind === "CustomResourceDefinition");
     await kube.create(crd);
     await waitHealth(sidecar, "SERVING", 30_000);
     assert.ok(getNodeObject());
   });
 });
-

@@ -105,8 +105,13 @@ describe("TLS certificate: required files, source and expiry", () => {
     const dir = tempDir();
     const missing = { caPem: "", certFile: `${dir}/absent.crt`, keyFile: `${dir}/absent.key` };
     const p = startProgram("sidecar", [
-      `--csi-addons-address=unix://${driver.addonsSocket}`, ...REQUIRED, `--kubeconfig=${kube.kubeconfigPath}`,
-      "--controller-ip=127.0.0.1", "--controller-port=0", ...authArgs("csi-addons-healer", missing), "--require-tls-files",
+      `--csi-addons-address=unix://${driver.addonsSocket}`,
+      ...REQUIRED,
+      `--kubeconfig=${kube.kubeconfigPath}`,
+      "--controller-ip=127.0.0.1",
+      "--controller-port=0",
+      ...authArgs("csi-addons-healer", missing),
+      "--require-tls-files",
     ]);
     procs.push(p);
     let code: number | string | undefined;

@@ -35,11 +35,17 @@ describe("a volume of a driver without attach, found through a Pod on this node"
       // A generic ephemeral volume: its claim is named "<pod>-<volume>".
       {
         ...userPod("eph", []),
-        spec: { nodeName: "node-1", containers: [{ name: "app", image: "app:1" }], volumes: [{ name: "scratch", ephemeral: { volumeClaimTemplate: { spec: {} } } }] },
+        spec: {
+          nodeName: "node-1",
+          containers: [{ name: "app", image: "app:1" }],
+          volumes: [{ name: "scratch", ephemeral: { volumeClaimTemplate: { spec: {} } } }],
+        },
       },
       pv("pv-eph", { handle: "vol-eph", claim: "eph-scratch" }),
     ]);
-    stub = await startDriverStub({ state: { volumes: Object.fromEntries([...volumes, "eph"].map((v) => [`vol-${v}`, { state: "ABNORMAL", heal: "SUCCEED" }])) } });
+    stub = await startDriverStub({
+      state: { volumes: Object.fromEntries([...volumes, "eph"].map((v) => [`vol-${v}`, { state: "ABNORMAL", heal: "SUCCEED" }])) },
+    });
     sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath });
     await waitHealth(sidecar, "SERVING");
     client = sidecar.healer();
@@ -82,10 +88,14 @@ describe("a volume of a driver without attach, found through a Pod on this node"
     await kube.create(userPod("app-e", ["claim-e"]));
     await waitFor("pv-e found through the new Pod", async () => (await health("pv-e")).ok, { timeoutMs: 10_000 });
     kube.delete("v1", "Pod", NAMESPACE, "app-a");
-    await waitFor("pv-a no longer on this node", async () => {
-      const r = await health("pv-a");
-      return !r.ok && codeName(r.code) === "FAILED_PRECONDITION";
-    }, { timeoutMs: 10_000 });
+    await waitFor(
+      "pv-a no longer on this node",
+      async () => {
+        const r = await health("pv-a");
+        return !r.ok && codeName(r.code) === "FAILED_PRECONDITION";
+      },
+      { timeoutMs: 10_000 },
+    );
     for (let i = 0; i < 3; i++) assert.ok((await health("pv-e")).ok);
     assert.equal(kube.counters.get("list", "pods") - lists, 0, "answered from the watch");
   });

@@ -79,7 +79,9 @@ describe("PersistentVolume cache", () => {
     const r0 = reads();
     for (let i = 0; i < 3; i++) assert.ok((await health("pv-attached")).ok);
     assert.deepEqual(reads(), { pv: r0.pv, va: r0.va + 3 }, "the PV from the cache, the attachment read each time");
-    const va = kube.list("storage.k8s.io/v1", "VolumeAttachment").find((o) => (o as { spec: { source: { persistentVolumeName?: string } } }).spec.source.persistentVolumeName === "pv-attached")!;
+    const va = kube
+      .list("storage.k8s.io/v1", "VolumeAttachment")
+      .find((o) => (o as { spec: { source: { persistentVolumeName?: string } } }).spec.source.persistentVolumeName === "pv-attached")!;
     kube.delete("storage.k8s.io/v1", "VolumeAttachment", undefined, (va as { metadata: { name: string } }).metadata.name);
     const refused = await health("pv-attached");
     assert.ok(!refused.ok && codeName(refused.code) === "FAILED_PRECONDITION", `detached: ${JSON.stringify(refused)}`);
@@ -90,10 +92,14 @@ describe("PersistentVolume cache", () => {
     assert.ok((await health("pv-deleting")).ok, "checked (and cached) before the deletion");
     kube.delete(PV, "PersistentVolume", undefined, "pv-deleting");
     assert.ok((kube.get(PV, "PersistentVolume", undefined, "pv-deleting") as { metadata: { deletionTimestamp?: string } }).metadata.deletionTimestamp);
-    const refused = await waitFor("the health check to be refused", async () => {
-      const r = await health("pv-deleting");
-      return !r.ok && r;
-    }, { timeoutMs: 10_000 });
+    const refused = await waitFor(
+      "the health check to be refused",
+      async () => {
+        const r = await health("pv-deleting");
+        return !r.ok && r;
+      },
+      { timeoutMs: 10_000 },
+    );
     assert.equal(codeName(refused.code), "FAILED_PRECONDITION");
     assert.match(refused.details, /being deleted/);
     const h = await heal("pv-deleting", Mode.ALWAYS);
@@ -104,10 +110,14 @@ describe("PersistentVolume cache", () => {
   test("a cached PV that is deleted is refused (NOT_FOUND)", async () => {
     assert.ok((await health("pv-gone")).ok, "checked (and cached) before the deletion");
     kube.delete(PV, "PersistentVolume", undefined, "pv-gone");
-    const refused = await waitFor("the health check to be refused", async () => {
-      const r = await health("pv-gone");
-      return !r.ok && r;
-    }, { timeoutMs: 10_000 });
+    const refused = await waitFor(
+      "the health check to be refused",
+      async () => {
+        const r = await health("pv-gone");
+        return !r.ok && r;
+      },
+      { timeoutMs: 10_000 },
+    );
     assert.equal(codeName(refused.code), "NOT_FOUND");
   });
 
@@ -116,7 +126,9 @@ describe("PersistentVolume cache", () => {
     kube.faults.failNext(1_000_000, 500, { verb: "list", resource: "persistentvolumes" });
     kube.faults.dropWatches();
     // The watch ended: the next one fails, and the cache is dropped; a GET per check proves it.
-    await waitFor("the PV watch to fail", () => sidecar.logLines().some((l) => String(l.message).startsWith("PersistentVolume watch ended")), { timeoutMs: 10_000 });
+    await waitFor("the PV watch to fail", () => sidecar.logLines().some((l) => String(l.message).startsWith("PersistentVolume watch ended")), {
+      timeoutMs: 10_000,
+    });
     const before = reads().pv;
     for (let i = 0; i < 3; i++) assert.ok((await health("pv-nowatch")).ok);
     for (let i = 0; i < 2; i++) assert.ok((await health("pv-cached")).ok);

@@ -75,14 +75,23 @@ describe("readiness: the CSIAddonsNode confirmed by the API within a bound", () 
 
     const downAt = Date.now();
     await kube.faults.down();
-    const unready = await waitFor("/readyz 503", async () => {
-      const r = await readyz(sidecar);
-      return r.status === 503 ? r : undefined;
-    }, { timeoutMs: 20_000 });
+    const unready = await waitFor(
+      "/readyz 503",
+      async () => {
+        const r = await readyz(sidecar);
+        return r.status === 503 ? r : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     // Not at the first failed request: only once the bound passed without a confirmation
     // (the last one came at most a third of the bound before the API went down).
     assert.ok(Date.now() - downAt >= 1000, `not ready after ${Date.now() - downAt} ms, before the bound could pass`);
-    assert.match(unready.body, new RegExp(`^not ready: CSIAddonsNode ${NAMESPACE}/${CSI_ADDONS_NODE_NAME} not confirmed by the API within 2s \\(last confirmed at ${ISO}\\); last API error: .+ \\(since ${ISO}\\)\\n$`));
+    assert.match(
+      unready.body,
+      new RegExp(
+        `^not ready: CSIAddonsNode ${NAMESPACE}/${CSI_ADDONS_NODE_NAME} not confirmed by the API within 2s \\(last confirmed at ${ISO}\\); last API error: .+ \\(since ${ISO}\\)\\n$`,
+      ),
+    );
     const h = await healthWithReason(sidecar);
     assert.equal(h.status, "NOT_SERVING");
     assert.match(h.readiness, /^not ready: CSIAddonsNode .* not confirmed by the API within 2s .*\(since \d{4}-/);
@@ -107,10 +116,14 @@ describe("readiness: the CSIAddonsNode confirmed by the API within a bound", () 
     kube.faults.latency(2_000, { verb: "create", resource: "csiaddonsnodes" });
     kube.faults.dropWatches();
     kube.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
-    const missing = await waitFor("/readyz says missing", async () => {
-      const r = await readyz(sidecar);
-      return r.status === 503 && r.body.includes("missing") ? r : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 50 });
+    const missing = await waitFor(
+      "/readyz says missing",
+      async () => {
+        const r = await readyz(sidecar);
+        return r.status === 503 && r.body.includes("missing") ? r : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
     assert.match(missing.body, new RegExp(`^not ready: CSIAddonsNode ${NAMESPACE}/${CSI_ADDONS_NODE_NAME} missing \\(not found\\) \\(since ${ISO}\\)`));
     assert.equal((await healthWithReason(sidecar)).status, "NOT_SERVING");
     await waitHealth(sidecar, "SERVING", 20_000);
@@ -123,10 +136,14 @@ describe("readiness: the CSIAddonsNode confirmed by the API within a bound", () 
     const sidecar = await startPair();
     kube.faults.latency(2_000, { verb: "create", resource: "csiaddonsnodes" });
     kube.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
-    const missing = await waitFor("/readyz says missing", async () => {
-      const r = await readyz(sidecar);
-      return r.status === 503 ? r : undefined;
-    }, { timeoutMs: 20_000, intervalMs: 50 });
+    const missing = await waitFor(
+      "/readyz says missing",
+      async () => {
+        const r = await readyz(sidecar);
+        return r.status === 503 ? r : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
     assert.match(missing.body, /CSIAddonsNode .* missing \((deleted|not found)\)/);
     await waitHealth(sidecar, "SERVING", 20_000);
     kube.faults.clear();

@@ -12,7 +12,17 @@ import { tempDir } from "../../support/proc.js";
 import { startSidecarProc, type SidecarProc } from "../../support/sidecar.js";
 import { waitFor } from "../../support/wait.js";
 import { rawUnary } from "../../support/grpc.js";
-import { AUDIENCE, HEALER_USER, TLS_CLIENT_OPTIONS, allowHealer, authArgs, checkHealth, makeTlsFiles, tlsCredentials, type TlsFiles } from "../../support/secure-sidecar.js";
+import {
+  AUDIENCE,
+  HEALER_USER,
+  TLS_CLIENT_OPTIONS,
+  allowHealer,
+  authArgs,
+  checkHealth,
+  makeTlsFiles,
+  tlsCredentials,
+  type TlsFiles,
+} from "../../support/secure-sidecar.js";
 
 let kube: KubeApi;
 let sidecar: SidecarProc;
@@ -50,7 +60,11 @@ describe("refused connections and calls", () => {
     tls = await makeTlsFiles(dir);
     const stub = await startDriverStub({ dir });
     stops.push(() => stub.stop());
-    sidecar = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig: kube.kubeconfigPath, args: [...authArgs(AUDIENCE, tls), "--log-level=info"] });
+    sidecar = await startSidecarProc({
+      driverSocket: join(dir, "addons.sock"),
+      kubeconfig: kube.kubeconfigPath,
+      args: [...authArgs(AUDIENCE, tls), "--log-level=info"],
+    });
     stops.push(() => sidecar.stop());
     await waitFor("SERVING over TLS", async () => (await checkHealth(sidecar.address, tlsCredentials(tls), TLS_CLIENT_OPTIONS)) === "SERVING");
   });

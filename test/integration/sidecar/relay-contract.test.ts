@@ -42,7 +42,6 @@ const heal = (pvName: string, mode = Mode.ALWAYS, deadlineMs?: number) => call(c
 /** The driver's call-log entries for a volume, optionally of one method. */
 const driverCalls = (volumeId: string, method?: string): CallLogEntry[] => stub.calls({ server: "addons", volumeId, method });
 
-
 describe("relay contract, seen from the driver", () => {
   before(async () => {
     const burst = Array.from({ length: BURST_PVS }, (_, i) => [pv(`pv-m-${i}`, { handle: `vol-m-${i}` }), volumeAttachment(`pv-m-${i}`, `vol-m-${i}`)]).flat();
@@ -103,7 +102,10 @@ describe("relay contract, seen from the driver", () => {
     const r = await health("pv-slow", 30_000);
     assert.equal(codeName((r as { code: grpc.status }).code), "DEADLINE_EXCEEDED");
     const e = await waitFor("the driver's log line", () => driverCalls("vol-slow")[n]);
-    assert.ok(e.deadline !== null && e.deadline <= sent + TIMEOUT_MS + TRANSIT_MS, `driver deadline ${e.deadline! - sent} ms after sending, not past --timeout`);
+    assert.ok(
+      e.deadline !== null && e.deadline <= sent + TIMEOUT_MS + TRANSIT_MS,
+      `driver deadline ${e.deadline! - sent} ms after sending, not past --timeout`,
+    );
     assert.ok(e.deadline >= sent + TIMEOUT_MS - 2_000, `driver deadline ${e.deadline - sent} ms after sending: about --timeout`);
   });
 
@@ -113,24 +115,36 @@ describe("relay contract, seen from the driver", () => {
     const answered = new Promise<grpc.ServiceError | null>((resolve) => {
       pending = client.getVolumeHealth({ pvName: "pv-cancel" }, new grpc.Metadata(), { deadline: Date.now() + 30_000 }, (err) => resolve(err));
     });
-    await waitFor("the call to reach the driver", () => stub.proc.stdout().split("recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth vol-cancel").length > n + 1);
+    await waitFor(
+      "the call to reach the driver",
+      () => stub.proc.stdout().split("recv /healer.v1.VolumeHealerNode/NodeGetVolumeHealth vol-cancel").length > n + 1,
+    );
     const cancelledAt = Date.now();
     pending.cancel();
     assert.equal((await answered)?.code, grpc.status.CANCELLED);
     const e = await waitFor("the driver's log line", () => driverCalls("vol-cancel")[n], { timeoutMs: 5_000 });
     assert.equal(e.code, "CANCELLED", "the driver saw a cancellation, not a deadline");
-    assert.ok(e.cancelled !== null && e.cancelled >= cancelledAt - 5 && e.cancelled < cancelledAt + 2_000, `cancelled ${e.cancelled! - cancelledAt} ms after the caller cancelled`);
+    assert.ok(
+      e.cancelled !== null && e.cancelled >= cancelledAt - 5 && e.cancelled < cancelledAt + 2_000,
+      `cancelled ${e.cancelled! - cancelledAt} ms after the caller cancelled`,
+    );
     assert.ok(e.deadline !== null && e.cancelled < e.deadline - 500, "well before its deadline");
   });
 
   test("passed through unchanged: the driver's status code and message reach the caller as sent", async () => {
     const direct = stubClients(stub);
     try {
-      for (const [pvName, volumeId] of [["pv-locked", "vol-locked"], ["pv-fail", "vol-fail"]] as const) {
+      for (const [pvName, volumeId] of [
+        ["pv-locked", "vol-locked"],
+        ["pv-fail", "vol-fail"],
+      ] as const) {
         const viaSidecar = await heal(pvName);
         assert.equal(viaSidecar.ok, false, pvName);
         // The same request straight to the driver: what it sends for this volume.
-        const sent = await direct.heal({ volumeId, stagingTargetPath: "/x" }).then(() => undefined, (e: grpc.ServiceError) => e);
+        const sent = await direct.heal({ volumeId, stagingTargetPath: "/x" }).then(
+          () => undefined,
+          (e: grpc.ServiceError) => e,
+        );
         assert.ok(sent, `the driver fails ${volumeId}`);
         assert.equal(codeName((viaSidecar as { code: grpc.status }).code), codeName(sent.code), pvName);
         assert.equal((viaSidecar as { details: string }).details, sent.details, pvName);
@@ -156,16 +170,26 @@ describe("relay contract, seen from the driver", () => {
     assert.equal(codeName((before as { code: grpc.status }).code), "FAILED_PRECONDITION", "not in use on this node yet");
     const node = kube.get("v1", "Node", undefined, NODE) as Record<string, any>;
     kube.update({ ...node, status: { ...node.status, volumesInUse: [`kubernetes.io/csi/${DRIVER}^vol-late`] } });
-    const r = await waitFor("the Node change seen", async () => {
-      const h = await health("pv-late");
-      return h.ok ? h : undefined;
-    }, { timeoutMs: 15_000, intervalMs: 200 });
+    const r = await waitFor(
+      "the Node change seen",
+      async () => {
+        const h = await health("pv-late");
+        return h.ok ? h : undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 200 },
+    );
     assert.equal(r.value.volumeId, "vol-late");
   });
 
   test("metrics: a failing driver call is counted with its real grpc_status_code; buckets exactly the documented ones", async () => {
     const series = `csi_sidecar_operations_seconds_count{driver_name="${DRIVER}",method_name="/healer.v1.VolumeHealerNode/NodeHealVolume",grpc_status_code="ABORTED"}`;
-    const count = (text: string) => Number(text.split("\n").find((l) => l.startsWith(series + " "))?.slice(series.length + 1) ?? 0);
+    const count = (text: string) =>
+      Number(
+        text
+          .split("\n")
+          .find((l) => l.startsWith(series + " "))
+          ?.slice(series.length + 1) ?? 0,
+      );
     const before = count(await sidecar.metrics());
     const r = await heal("pv-locked");
     assert.equal(codeName((r as { code: grpc.status }).code), "ABORTED");
@@ -214,10 +238,14 @@ describe("relay contract, seen from the driver", () => {
       return Date.now();
     };
     const seen = (value: string) =>
-      waitFor(`${value} at the driver`, async () => {
-        const r = await userKeyAtDriver();
-        return r.userKey === secretDigest(value) ? r : undefined;
-      }, { timeoutMs: SECRET_TTL_MS + 15_000, intervalMs: 200 });
+      waitFor(
+        `${value} at the driver`,
+        async () => {
+          const r = await userKeyAtDriver();
+          return r.userKey === secretDigest(value) ? r : undefined;
+        },
+        { timeoutMs: SECRET_TTL_MS + 15_000, intervalMs: 200 },
+      );
     // A: the cache entry that serves A was read after rotatedA, so it lives at least until rotatedA + TTL.
     const a = `value-a-${Date.now()}`;
     const rotatedA = rotate(a);
@@ -227,14 +255,24 @@ describe("relay contract, seen from the driver", () => {
     const right = await userKeyAtDriver();
     if (right.e.t0 < rotatedA + SECRET_TTL_MS - 200) assert.equal(right.userKey, secretDigest(a), "within the TTL the cached value is used");
     const fresh = await seen(b);
-    assert.ok(fresh.e.t0 >= rotatedA + SECRET_TTL_MS, `the new value arrived ${Math.round(fresh.e.t0 - rotatedA)} ms after the cached one was read, within the ${SECRET_TTL_MS} ms TTL`);
+    assert.ok(
+      fresh.e.t0 >= rotatedA + SECRET_TTL_MS,
+      `the new value arrived ${Math.round(fresh.e.t0 - rotatedA)} ms after the cached one was read, within the ${SECRET_TTL_MS} ms TTL`,
+    );
   });
 
   test(`--max-inflight defaults to ${DEFAULT_MAX_INFLIGHT}: that many driver calls at once, the rest wait (none refused)`, async () => {
     const before = stub.calls({ method: "NodeGetVolumeHealth" }).length;
     const outcomes = await Promise.all(Array.from({ length: BURST_PVS }, (_, i) => health(`pv-m-${i}`, 60_000)));
-    assert.deepEqual(outcomes.filter((o) => !o.ok), [], "the default queue holds the rest");
-    const calls = stub.calls({ method: "NodeGetVolumeHealth" }).slice(before).filter((c) => (c.request as { volumeId: string }).volumeId.startsWith("vol-m-"));
+    assert.deepEqual(
+      outcomes.filter((o) => !o.ok),
+      [],
+      "the default queue holds the rest",
+    );
+    const calls = stub
+      .calls({ method: "NodeGetVolumeHealth" })
+      .slice(before)
+      .filter((c) => (c.request as { volumeId: string }).volumeId.startsWith("vol-m-"));
     assert.equal(calls.length, BURST_PVS);
     assert.equal(peakOverlap(calls), DEFAULT_MAX_INFLIGHT);
   });

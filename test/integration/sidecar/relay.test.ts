@@ -31,14 +31,21 @@ const health = (pvName: string, deadlineMs?: number) => call(client, client.getV
 const heal = (pvName: string, mode = Mode.ALWAYS, deadlineMs?: number) => call(client, client.healVolume, { pvName, mode }, { deadlineMs });
 
 /** Driver calls (addons server) received for a volume, optionally of one method. */
-const driverCalls = (volumeId?: string, method?: string) => stub.calls({ server: "addons", method, volumeId }).filter((c) => !c.method.startsWith("/identity."));
+const driverCalls = (volumeId?: string, method?: string) =>
+  stub.calls({ server: "addons", method, volumeId }).filter((c) => !c.method.startsWith("/identity."));
 
 describe("healing relay", () => {
   before(async () => {
     kube = await startTestKube(
       [
         secret(NAMESPACE, "stage-secret", { userID: "admin", userKey: SECRET_VALUE }),
-        pv("pv-file", { handle: "vol-file", secret: { namespace: NAMESPACE, name: "stage-secret" }, fsType: "xfs", mountOptions: ["discard"], accessModes: ["ReadWriteOnce"] }),
+        pv("pv-file", {
+          handle: "vol-file",
+          secret: { namespace: NAMESPACE, name: "stage-secret" },
+          fsType: "xfs",
+          mountOptions: ["discard"],
+          accessModes: ["ReadWriteOnce"],
+        }),
         volumeAttachment("pv-file", "vol-file", { metadata: { devicePath: "/dev/rbd0" } }),
         pv("pv-block", { handle: "vol-block", block: true, accessModes: ["ReadWriteMany"] }),
         volumeAttachment("pv-block", "vol-block"),
@@ -56,7 +63,12 @@ describe("healing relay", () => {
         volumeAttachment("pv-slow", "vol-slow"),
         pv("pv-unstaged", { handle: "vol-unstaged" }),
         volumeAttachment("pv-unstaged", "vol-unstaged"),
-        { apiVersion: "v1", kind: "PersistentVolume", metadata: { name: "pv-hostpath" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } } },
+        {
+          apiVersion: "v1",
+          kind: "PersistentVolume",
+          metadata: { name: "pv-hostpath" },
+          spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } },
+        },
         { ...pv("pv-deleting", { handle: "vol-deleting" }), metadata: { name: "pv-deleting", finalizers: ["kubernetes.io/pv-protection"] } },
         volumeAttachment("pv-deleting", "vol-deleting"),
       ],
@@ -113,7 +125,11 @@ describe("healing relay", () => {
     assert.equal(h2.value.health?.state, State.HEALTHY);
 
     const [hc] = driverCalls("vol-file", "NodeGetVolumeHealth");
-    assert.deepEqual(hc!.request, { volumeId: "vol-file", stagingTargetPath: `${STAGING}${DRIVER}/${sha("vol-file")}/globalmount`, volumeContext: { pool: "rbd" } });
+    assert.deepEqual(hc!.request, {
+      volumeId: "vol-file",
+      stagingTargetPath: `${STAGING}${DRIVER}/${sha("vol-file")}/globalmount`,
+      volumeContext: { pool: "rbd" },
+    });
     const [healCall] = driverCalls("vol-file", "NodeHealVolume");
     assert.deepEqual(healCall!.request, {
       volumeId: "vol-file",
@@ -167,21 +183,96 @@ describe("healing relay", () => {
 
   // Every error row of DESIGN 4.4: the code, a message naming the object, and whether the driver was called.
   const rows: { name: string; run: () => Promise<any>; code: grpc.status; message: RegExp; volume?: string; driverCalled: boolean }[] = [
-    { name: "invalid PV name", run: () => heal("../../etc/passwd"), code: grpc.status.INVALID_ARGUMENT, message: /^pv_name "\.\.\/\.\.\/etc\/passwd" is not a valid PersistentVolume name \(DNS-1123 subdomain\)$/, driverCalled: false },
+    {
+      name: "invalid PV name",
+      run: () => heal("../../etc/passwd"),
+      code: grpc.status.INVALID_ARGUMENT,
+      message: /^pv_name "\.\.\/\.\.\/etc\/passwd" is not a valid PersistentVolume name \(DNS-1123 subdomain\)$/,
+      driverCalled: false,
+    },
     { name: "empty PV name", run: () => health(""), code: grpc.status.INVALID_ARGUMENT, message: /^pv_name "" is not a valid/, driverCalled: false },
     // A name past 64 characters is shown cut, so a hostile one cannot flood the answer or the log.
-    { name: "overlong PV name", run: () => health("p".repeat(300)), code: grpc.status.INVALID_ARGUMENT, message: new RegExp(`^pv_name "${"p".repeat(64)}"\\.\\.\\. is not a valid`), driverCalled: false },
-    { name: "unknown heal mode", run: () => heal("pv-block", 7 as Mode), code: grpc.status.INVALID_ARGUMENT, message: /^mode 7 is not a HealVolume mode \(ALWAYS = 0, IF_ABNORMAL = 1\)$/, volume: "vol-block", driverCalled: false },
+    {
+      name: "overlong PV name",
+      run: () => health("p".repeat(300)),
+      code: grpc.status.INVALID_ARGUMENT,
+      message: new RegExp(`^pv_name "${"p".repeat(64)}"\\.\\.\\. is not a valid`),
+      driverCalled: false,
+    },
+    {
+      name: "unknown heal mode",
+      run: () => heal("pv-block", 7 as Mode),
+      code: grpc.status.INVALID_ARGUMENT,
+      message: /^mode 7 is not a HealVolume mode \(ALWAYS = 0, IF_ABNORMAL = 1\)$/,
+      volume: "vol-block",
+      driverCalled: false,
+    },
     { name: "unknown PV", run: () => heal("pv-nope"), code: grpc.status.NOT_FOUND, message: /PersistentVolume pv-nope not found/, driverCalled: false },
-    { name: "PV of another driver", run: () => heal("pv-other-driver"), code: grpc.status.FAILED_PRECONDITION, message: /belongs to driver other\.csi\.example\.com/, volume: "vol-other", driverCalled: false },
+    {
+      name: "PV of another driver",
+      run: () => heal("pv-other-driver"),
+      code: grpc.status.FAILED_PRECONDITION,
+      message: /belongs to driver other\.csi\.example\.com/,
+      volume: "vol-other",
+      driverCalled: false,
+    },
     { name: "PV not CSI", run: () => heal("pv-hostpath"), code: grpc.status.FAILED_PRECONDITION, message: /not a CSI volume/, driverCalled: false },
-    { name: "PV being deleted", run: () => heal("pv-deleting"), code: grpc.status.FAILED_PRECONDITION, message: /being deleted/, volume: "vol-deleting", driverCalled: false },
-    { name: "volume attached to another node", run: () => heal("pv-elsewhere"), code: grpc.status.FAILED_PRECONDITION, message: /not in use on node node-1/, volume: "vol-elsewhere", driverCalled: false },
-    { name: "VolumeAttachment not attached", run: () => health("pv-detached"), code: grpc.status.FAILED_PRECONDITION, message: /is not attached/, volume: "vol-detached", driverCalled: false },
-    { name: "missing stage secret", run: () => heal("pv-nosecret"), code: grpc.status.FAILED_PRECONDITION, message: /stage secret csi\/missing-secret of PersistentVolume pv-nosecret not found/, volume: "vol-nosecret", driverCalled: false },
-    { name: "driver ABORTED (volume locked) passes through", run: () => heal("pv-locked"), code: grpc.status.ABORTED, message: /./, volume: "vol-locked", driverCalled: true },
-    { name: "volume not staged on this node: driver NOT_FOUND passes through", run: () => health("pv-unstaged"), code: grpc.status.NOT_FOUND, message: /./, volume: "vol-unstaged", driverCalled: true },
-    { name: "deadline: --timeout bounds a slow driver", run: () => health("pv-slow"), code: grpc.status.DEADLINE_EXCEEDED, message: /./, volume: "vol-slow", driverCalled: true },
+    {
+      name: "PV being deleted",
+      run: () => heal("pv-deleting"),
+      code: grpc.status.FAILED_PRECONDITION,
+      message: /being deleted/,
+      volume: "vol-deleting",
+      driverCalled: false,
+    },
+    {
+      name: "volume attached to another node",
+      run: () => heal("pv-elsewhere"),
+      code: grpc.status.FAILED_PRECONDITION,
+      message: /not in use on node node-1/,
+      volume: "vol-elsewhere",
+      driverCalled: false,
+    },
+    {
+      name: "VolumeAttachment not attached",
+      run: () => health("pv-detached"),
+      code: grpc.status.FAILED_PRECONDITION,
+      message: /is not attached/,
+      volume: "vol-detached",
+      driverCalled: false,
+    },
+    {
+      name: "missing stage secret",
+      run: () => heal("pv-nosecret"),
+      code: grpc.status.FAILED_PRECONDITION,
+      message: /stage secret csi\/missing-secret of PersistentVolume pv-nosecret not found/,
+      volume: "vol-nosecret",
+      driverCalled: false,
+    },
+    {
+      name: "driver ABORTED (volume locked) passes through",
+      run: () => heal("pv-locked"),
+      code: grpc.status.ABORTED,
+      message: /./,
+      volume: "vol-locked",
+      driverCalled: true,
+    },
+    {
+      name: "volume not staged on this node: driver NOT_FOUND passes through",
+      run: () => health("pv-unstaged"),
+      code: grpc.status.NOT_FOUND,
+      message: /./,
+      volume: "vol-unstaged",
+      driverCalled: true,
+    },
+    {
+      name: "deadline: --timeout bounds a slow driver",
+      run: () => health("pv-slow"),
+      code: grpc.status.DEADLINE_EXCEEDED,
+      message: /./,
+      volume: "vol-slow",
+      driverCalled: true,
+    },
   ];
   for (const row of rows) {
     test(`error row: ${row.name} → ${codeName(row.code)}`, async () => {
@@ -191,7 +282,11 @@ describe("healing relay", () => {
       assert.equal(codeName(r.code), codeName(row.code), r.details);
       assert.match(r.details, row.message);
       if (row.volume) {
-        const after = await waitFor("call log settled", () => (row.driverCalled ? driverCalls(row.volume).length > before && driverCalls(row.volume) : driverCalls(row.volume)), { timeoutMs: 10_000 });
+        const after = await waitFor(
+          "call log settled",
+          () => (row.driverCalled ? driverCalls(row.volume).length > before && driverCalls(row.volume) : driverCalls(row.volume)),
+          { timeoutMs: 10_000 },
+        );
         assert.equal(after.length > before, row.driverCalled, `driver called: ${row.driverCalled}`);
       }
     });
@@ -277,7 +372,11 @@ describe("healing relay", () => {
       return all.some((l) => l.message === "call failed" && l.pv === "pv-nosecret") ? all : undefined;
     });
     // The whole run since the start is checked (parseLines throws on a line that is not JSON).
-    for (const m of ["starting csi-addons-sidecar", "sidecar started", "driver ready"]) assert.ok(lines.some((l) => l.message === m), m);
+    for (const m of ["starting csi-addons-sidecar", "sidecar started", "driver ready"])
+      assert.ok(
+        lines.some((l) => l.message === m),
+        m,
+      );
     assert.equal(sidecar.proc.stderr(), "", "nothing on stderr (grpc-js is not logging there)");
     const served = lines.find((l) => l.message === "call served" && l.method === "/sidecar.v1.VolumeHealer/HealVolume" && l.pv === "pv-file");
     assert.ok(served, "one line per call with method and pv");

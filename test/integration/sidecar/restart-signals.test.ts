@@ -37,7 +37,8 @@ async function serveDriver(bootId: string | undefined): Promise<void> {
   server = await serveFakeDriver(socket, IdentityService, impl);
 }
 
-const stored = () => kube.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as { metadata: { uid: string; annotations?: Record<string, string> } } | undefined;
+const stored = () =>
+  kube.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as { metadata: { uid: string; annotations?: Record<string, string> } } | undefined;
 const annotation = (key: string) => stored()?.metadata.annotations?.[key];
 const readyLines = () => sidecar!.logLines().filter((l) => l.message === "driver ready");
 
@@ -122,7 +123,9 @@ test("the CSIAddonsNode deleted: made again with the restart annotations and the
     sidecar!.logLines().some((l) => l.message === "CSIAddonsNode restart annotations" && (l.annotations as Record<string, string>)[HANDLED_RESTART] === marker),
   );
   kube.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
-  const recreated = await waitFor("the CSIAddonsNode made again", () => (stored()?.metadata.uid !== obj.metadata.uid ? stored() : undefined), { timeoutMs: 30_000 });
+  const recreated = await waitFor("the CSIAddonsNode made again", () => (stored()?.metadata.uid !== obj.metadata.uid ? stored() : undefined), {
+    timeoutMs: 30_000,
+  });
   for (const key of [RESTARTED_AT, RECONNECTED_AT, BOOT_ID, HANDLED_RESTART]) {
     assert.equal(recreated.metadata.annotations?.[key], want[key], `${key} carried onto the new object`);
   }

@@ -40,7 +40,12 @@ const received = (volumeId: string) => stub.arrived("NodeGetVolumeHealth", volum
 test("SIGTERM while the Lease is being released: new calls are refused at once, and the grace runs alongside the release", async () => {
   // A lease duration and renew deadline far beyond the test: the slow API never costs the lead.
   const election = ["--leader-election-lease-duration=60s", "--leader-election-renew-deadline=40s", "--leader-election-retry-period=300ms"];
-  sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath, pod: POD, args: [...election, `--shutdown-grace=${GRACE_MS}ms`] });
+  sidecar = await startSidecarProc({
+    driverSocket: stub.addonsSocket,
+    kubeconfig: kube.kubeconfigPath,
+    pod: POD,
+    args: [...election, `--shutdown-grace=${GRACE_MS}ms`],
+  });
   await waitHealth(sidecar, "SERVING");
   await waitFor("the sidecar holding the Lease", () => holder() === POD, { timeoutMs: 20_000 });
   kube.faults.latency(LEASE_LATENCY_MS, { resource: "leases" });

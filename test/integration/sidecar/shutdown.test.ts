@@ -23,7 +23,9 @@ const running: { stop(): Promise<unknown> }[] = [];
 before(async () => {
   kube = await startTestKube(["slow", "fast", "stuck"].flatMap((n) => [pv(`pv-${n}`, { handle: `vol-${n}` }), volumeAttachment(`pv-${n}`, `vol-${n}`)]));
   stub = await startDriverStub({
-    state: { volumes: { "vol-slow": { state: "HEALTHY", delayMs: 4_000 }, "vol-fast": { state: "HEALTHY" }, "vol-stuck": { state: "HEALTHY", delayMs: 120_000 } } },
+    state: {
+      volumes: { "vol-slow": { state: "HEALTHY", delayMs: 4_000 }, "vol-fast": { state: "HEALTHY" }, "vol-stuck": { state: "HEALTHY", delayMs: 120_000 } },
+    },
   });
 });
 
@@ -98,7 +100,10 @@ describe("SIGTERM", () => {
     // An unknown name's Watch stays open too (its service may appear later, says the protocol).
     const watches = [watch(""), watch("sidecar.v1.VolumeHealer"), watch("no.such.Service")];
     try {
-      await waitFor("every watch telling its status", () => watches[0]!.told.includes("SERVING") && watches[1]!.told.includes("SERVING") && watches[2]!.told.length > 0);
+      await waitFor(
+        "every watch telling its status",
+        () => watches[0]!.told.includes("SERVING") && watches[1]!.told.includes("SERVING") && watches[2]!.told.length > 0,
+      );
       let exited = false;
       void sidecar.proc.exited.then(() => (exited = true));
       const signalled = Date.now();

@@ -36,8 +36,16 @@ describe("the upstream csi-addons controller against deploy/'s settings", () => 
   before(async () => {
     kube = await startKubeApi({ tls: true, requireRbac: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
     addUpstreamToken(kube, TOKENS.upstream);
-    kube.auth.addToken(TOKENS.sidecar, { username: SIDECAR_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
-    kube.auth.addToken(TOKENS.random, { username: RANDOM_USER, groups: ["system:serviceaccounts", "system:serviceaccounts:default"], audiences: [KUBE_API_AUDIENCE] });
+    kube.auth.addToken(TOKENS.sidecar, {
+      username: SIDECAR_USER,
+      groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
+      audiences: [KUBE_API_AUDIENCE],
+    });
+    kube.auth.addToken(TOKENS.random, {
+      username: RANDOM_USER,
+      groups: ["system:serviceaccounts", "system:serviceaccounts:default"],
+      audiences: [KUBE_API_AUDIENCE],
+    });
     const own = loadRbacRules();
     installGrants(kube, [
       { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
@@ -67,18 +75,25 @@ describe("the upstream csi-addons controller against deploy/'s settings", () => 
   });
 
   test("its connect (TLS without verification, its own token, GetCapabilities) gets the driver's capabilities", async () => {
-    const r = await waitFor("GetCapabilities through the sidecar", async () => {
-      const o = await upstreamConnect(sidecar.address, TOKENS.upstream);
-      // UNAVAILABLE until the driver is connected; anything else is the answer.
-      return o.ok || codeName(o.code) !== "UNAVAILABLE" ? o : undefined;
-    }, { timeoutMs: 20_000 });
+    const r = await waitFor(
+      "GetCapabilities through the sidecar",
+      async () => {
+        const o = await upstreamConnect(sidecar.address, TOKENS.upstream);
+        // UNAVAILABLE until the driver is connected; anything else is the answer.
+        return o.ok || codeName(o.code) !== "UNAVAILABLE" ? o : undefined;
+      },
+      { timeoutMs: 20_000 },
+    );
     assert.ok(r.ok, `${codeName((r as { code: grpc.status }).code)}: ${(r as { details: string }).details}`);
     const services = r.value.capabilities.flatMap((c) => (c.type?.$case === "service" ? [c.type.service.type] : []));
     assert.ok(services.length > 0, JSON.stringify(r.value));
     assert.ok(kube.counters.get("create", "tokenreviews") >= 1 && kube.counters.get("create", "subjectaccessreviews") >= 1);
   });
 
-  for (const [who, token] of [["the sidecar's own ServiceAccount", TOKENS.sidecar], ["a random pod's ServiceAccount", TOKENS.random]] as const) {
+  for (const [who, token] of [
+    ["the sidecar's own ServiceAccount", TOKENS.sidecar],
+    ["a random pod's ServiceAccount", TOKENS.random],
+  ] as const) {
     test(`the same connect with the token of ${who} → PERMISSION_DENIED`, async () => {
       const r = await upstreamConnect(sidecar.address, token);
       assert.equal(r.ok, false);

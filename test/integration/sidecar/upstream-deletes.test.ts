@@ -46,14 +46,22 @@ describe("the upstream controller refused, deleting the CSIAddonsNode after each
   before(async () => {
     kube = await startKubeApi({ tls: true, requireRbac: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
     addUpstreamToken(kube, TOKENS.upstream);
-    kube.auth.addToken(TOKENS.sidecar, { username: SIDECAR_USER, groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`], audiences: [KUBE_API_AUDIENCE] });
+    kube.auth.addToken(TOKENS.sidecar, {
+      username: SIDECAR_USER,
+      groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
+      audiences: [KUBE_API_AUDIENCE],
+    });
     const own = loadRbacRules();
     installGrants(kube, [
       { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
       { user: SIDECAR_USER, rules: own.cluster },
     ]);
     stub = await startDriverStub({});
-    sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.writeKubeconfig(TOKENS.sidecar, SIDECAR_USER), args: shippedAuthFlags() });
+    sidecar = await startSidecarProc({
+      driverSocket: stub.addonsSocket,
+      kubeconfig: kube.writeKubeconfig(TOKENS.sidecar, SIDECAR_USER),
+      args: shippedAuthFlags(),
+    });
     await waitFor("the sidecar ready", async () => (await sidecar.readyz()) === 200, { timeoutMs: 30_000 });
   });
 
@@ -86,7 +94,11 @@ describe("the upstream controller refused, deleting the CSIAddonsNode after each
     const warnings = sidecar.logLines().filter((l) => l["message"] === "CSIAddonsNode keeps being deleted; waiting before creating it again");
     assert.ok(warnings.length >= 3 && warnings.length <= created, `${warnings.length} warnings for ${created} objects`);
     const waits = warnings.map((w) => w["waitSeconds"] as number);
-    assert.deepEqual(waits, [...waits].sort((a, b) => a - b), `waits grow: ${waits.join(", ")}`);
+    assert.deepEqual(
+      waits,
+      [...waits].sort((a, b) => a - b),
+      `waits grow: ${waits.join(", ")}`,
+    );
     assert.ok(waits[waits.length - 1]! > waits[0]!, `waits grow: ${waits.join(", ")}`);
     t.diagnostic(`${refused} refusals, ${created} objects created in ${WINDOW_MS / 1000} s; waits before recreating: ${waits.join(", ")} s`);
     for (const w of warnings) {
@@ -102,12 +114,19 @@ describe("the upstream controller refused, deleting the CSIAddonsNode after each
     });
     assert.ok(metrics <= created, `${metrics} recreations counted for ${created} objects`);
 
-    installGrants(kube, grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER));
+    installGrants(
+      kube,
+      grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER),
+    );
     // The pause in progress ends, the object is created once more, and no refusal deletes it again.
-    const granted = await waitFor("a connect that is allowed", async () => {
-      const r = await connectOnce();
-      return r?.code === "OK" ? r : undefined;
-    }, { timeoutMs: 90_000 });
+    const granted = await waitFor(
+      "a connect that is allowed",
+      async () => {
+        const r = await connectOnce();
+        return r?.code === "OK" ? r : undefined;
+      },
+      { timeoutMs: 90_000 },
+    );
     for (let i = 0; i < 3; i++) assert.deepEqual(await connectOnce(), granted, "the same object answers, allowed");
     await waitFor("the sidecar ready", async () => (await sidecar.readyz()) === 200);
     assert.equal(object()?.metadata.uid, granted.uid);

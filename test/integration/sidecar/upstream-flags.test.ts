@@ -74,10 +74,14 @@ async function startExact(args: string[]): Promise<Proc> {
 
 /** GetCapabilities the upstream controller's way, once the driver is connected. */
 async function upstreamGetsCapabilities(port: number): Promise<void> {
-  const r = await waitFor("GetCapabilities through the sidecar", async () => {
-    const o = await upstreamConnect(`127.0.0.1:${port}`, TOKEN, 5_000);
-    return o.ok || codeName(o.code) !== "UNAVAILABLE" ? o : undefined;
-  }, { timeoutMs: 20_000 });
+  const r = await waitFor(
+    "GetCapabilities through the sidecar",
+    async () => {
+      const o = await upstreamConnect(`127.0.0.1:${port}`, TOKEN, 5_000);
+      return o.ok || codeName(o.code) !== "UNAVAILABLE" ? o : undefined;
+    },
+    { timeoutMs: 20_000 },
+  );
   assert.ok(r.ok, `${codeName((r as { code: number }).code)}: ${(r as { details: string }).details}`);
   assert.ok(r.value.capabilities.length > 0);
 }
@@ -99,7 +103,10 @@ describe("the upstream sidecar's arguments, unchanged", () => {
     await kube?.stop();
   });
 
-  for (const [what, argsOf] of [["the node-plugin DaemonSet's", daemonSetArgs], ["the provisioner Deployment's", deploymentArgs]] as const) {
+  for (const [what, argsOf] of [
+    ["the node-plugin DaemonSet's", daemonSetArgs],
+    ["the provisioner Deployment's", deploymentArgs],
+  ] as const) {
     test(`${what}: starts, serves the upstream controller with TLS and auth on, logs at debug (-v=5), warns about nothing`, async () => {
       const port = await freePort();
       const proc = await startExact(argsOf(stub.addonsSocket, port));
@@ -160,12 +167,16 @@ describe("upstream TLS flags on the controller port", () => {
 
   test("--tls-min-version=VersionTLS12 --tls-cipher-suites --tls-curve-preferences: only that suite and that curve for TLS 1.2", async () => {
     const port = await freePort();
-    const proc = startProgram("sidecar", [
-      ...daemonSetArgs(s.addonsSocket, port),
-      "--tls-min-version=VersionTLS12",
-      "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-      "--tls-curve-preferences=CurveP384",
-    ], { env: { KUBECONFIG: k.kubeconfigPath } });
+    const proc = startProgram(
+      "sidecar",
+      [
+        ...daemonSetArgs(s.addonsSocket, port),
+        "--tls-min-version=VersionTLS12",
+        "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "--tls-curve-preferences=CurveP384",
+      ],
+      { env: { KUBECONFIG: k.kubeconfigPath } },
+    );
     try {
       await proc.waitForOutput('"message":"sidecar started"', 30_000);
       const tls12 = { maxVersion: "TLSv1.2" } as const;

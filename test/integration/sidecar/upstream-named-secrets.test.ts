@@ -204,7 +204,8 @@ describe("upstream NetworkFence, Replication and VolumeGroupController through t
   });
 
   test("volume groups of 1000 volumes (requests over 64 KiB) reach the driver; only one over 4 MiB, upstream's limit, is refused", async () => {
-    const ids = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `0001-0009-rook-ceph-0000000000000002-${tag}-${String(i).padStart(8, "0")}-4a4a-9d9d-5f0c7c1e`);
+    const ids = (n: number, tag: string) =>
+      Array.from({ length: n }, (_, i) => `0001-0009-rook-ceph-0000000000000002-${tag}-${String(i).padStart(8, "0")}-4a4a-9d9d-5f0c7c1e`);
     const thousand = ids(1000, "a");
     const created = await fx.up.createGroup({ ...named, name: "g-big", parameters: { pool: "rbd" }, volumeIds: thousand });
     assert.ok(created.ok, JSON.stringify(created).slice(0, 300));

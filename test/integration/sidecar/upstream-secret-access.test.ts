@@ -30,10 +30,7 @@ function onlySomeSecrets(deployed: RbacRules): RbacRules {
 
 describe("upstream services whose named Secret the API server refuses or answers slowly", () => {
   const fx = upstreamFixture(
-    [
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: OPS_NS } },
-      ...[...READABLE, "locked-secret"].map((n) => secret(OPS_NS, n, SECRETS)),
-    ],
+    [{ apiVersion: "v1", kind: "Namespace", metadata: { name: OPS_NS } }, ...[...READABLE, "locked-secret"].map((n) => secret(OPS_NS, n, SECRETS))],
     { capabilities: { networkFence: true, getClientsToFence: true, volumeReplication: true, volumeGroup: true } },
     ["--max-inflight=1"],
     { sidecarRules: onlySomeSecrets },
@@ -49,7 +46,11 @@ describe("upstream services whose named Secret the API server refuses or answers
     };
     for (const [what, r] of Object.entries(outcomes)) {
       assert.equal(code(r), "FAILED_PRECONDITION", `${what}: ${details(r)}`);
-      assert.match(details(r), /^Kubernetes API: 403 Forbidden: secrets "locked-secret" is forbidden: .* \(the sidecar.s ServiceAccount lacks a grant\)$/, what);
+      assert.match(
+        details(r),
+        /^Kubernetes API: 403 Forbidden: secrets "locked-secret" is forbidden: .* \(the sidecar.s ServiceAccount lacks a grant\)$/,
+        what,
+      );
       assert.ok(!details(r).includes(SECRET_VALUE));
     }
     assert.equal(fx.stub.calls({ server: "addons" }).length, before);

@@ -37,7 +37,12 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
       pv("pv-unmeasured", { handle: "vol-unmeasured" }),
       pv("pv-nosecret", { handle: "vol-nosecret", secret: { namespace: NAMESPACE, name: "missing-secret" } }),
       pv("pv-other-driver", { handle: "vol-other", driver: "other.csi.example.com" }),
-      { apiVersion: "v1", kind: "PersistentVolume", metadata: { name: "pv-hostpath" }, spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } } },
+      {
+        apiVersion: "v1",
+        kind: "PersistentVolume",
+        metadata: { name: "pv-hostpath" },
+        spec: { capacity: { storage: "1Gi" }, accessModes: ["ReadWriteOnce"], hostPath: { path: "/tmp/x" } },
+      },
     ],
     {
       // VolumeGroup stays off: its methods must answer UNIMPLEMENTED without a driver call.
@@ -147,7 +152,9 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
   test("the driver call carries a deadline: --timeout (2s) ends a stuck reclaim with DEADLINE_EXCEEDED; a call whose deadline passes while it waits for a driver slot is DEADLINE_EXCEEDED too", async () => {
     const started = Date.now();
     const stuck = fx.up.nodeReclaimSpace("pv-slow", 30_000);
-    await waitFor("the stuck reclaim at the driver, holding the only slot", () => fx.stub.proc.stdout().includes("recv /reclaimspace.ReclaimSpaceNode/NodeReclaimSpace vol-slow"));
+    await waitFor("the stuck reclaim at the driver, holding the only slot", () =>
+      fx.stub.proc.stdout().includes("recv /reclaimspace.ReclaimSpaceNode/NodeReclaimSpace vol-slow"),
+    );
     const waiting = await fx.up.nodeReclaimSpace("pv-file", 300);
     assert.equal(waiting.ok ? "OK" : codeName(waiting.code), "DEADLINE_EXCEEDED");
     // The caller's own timer ends its call at the deadline; what the sidecar answered (a moment
@@ -157,10 +164,16 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     const waited = (l: Record<string, unknown>) =>
       l["method"] === "/proto.ReclaimSpace/NodeReclaimSpace" && l["pv"] === undefined && (l["code"] === "DEADLINE_EXCEEDED" || l["code"] === "CANCELLED");
     await waitFor("the sidecar's log line of the call that waited", () => fx.sidecar.logLines().some(waited));
-    const answered = fx.sidecar.logLines().filter(waited).map((l) => [l["code"], l["error"]]);
+    const answered = fx.sidecar
+      .logLines()
+      .filter(waited)
+      .map((l) => [l["code"], l["error"]]);
     assert.equal(answered.length, 1);
     assert.ok(
-      ["DEADLINE_EXCEEDED,deadline exceeded while serving /proto.ReclaimSpace/NodeReclaimSpace", "CANCELLED,call cancelled while waiting for a driver slot"].includes(String(answered[0])),
+      [
+        "DEADLINE_EXCEEDED,deadline exceeded while serving /proto.ReclaimSpace/NodeReclaimSpace",
+        "CANCELLED,call cancelled while waiting for a driver slot",
+      ].includes(String(answered[0])),
       JSON.stringify(answered),
     );
     const r = await stuck;
@@ -187,7 +200,9 @@ describe("upstream ReclaimSpace and EncryptionKeyRotation through the sidecar", 
     const slow = await fx.up.nodeReclaimSpace("pv-slow", 30_000);
     assert.equal(slow.ok ? "OK" : codeName(slow.code), "DEADLINE_EXCEEDED");
     await waitFor("the log line of the NodeReclaimSpace call", () =>
-      fx.sidecar.logLines().some((l) => l["method"] === "/proto.ReclaimSpace/NodeReclaimSpace" && l["code"] === "OK" && l["pv"] === "pv-file" && l["volume_id"] === "vol-file"),
+      fx.sidecar
+        .logLines()
+        .some((l) => l["method"] === "/proto.ReclaimSpace/NodeReclaimSpace" && l["code"] === "OK" && l["pv"] === "pv-file" && l["volume_id"] === "vol-file"),
     );
     const out = fx.sidecar.proc.stdout() + fx.sidecar.proc.stderr();
     assert.ok(!out.includes(SECRET_VALUE), "secret value in the sidecar log");

@@ -25,8 +25,20 @@ export interface CephExample {
 
 export const CEPH_EXAMPLES: CephExample[] = [
   { dir: "examples/ceph-csi-rbd", manifest: "rbd/kubernetes/csi-rbdplugin.yaml", kind: "DaemonSet", name: "csi-rbdplugin", driver: "csi-rbdplugin" },
-  { dir: "examples/ceph-csi-cephfs", manifest: "cephfs/kubernetes/csi-cephfsplugin.yaml", kind: "DaemonSet", name: "csi-cephfsplugin", driver: "csi-cephfsplugin" },
-  { dir: "examples/ceph-csi-rbd-provisioner", manifest: "rbd/kubernetes/csi-rbdplugin-provisioner.yaml", kind: "Deployment", name: "csi-rbdplugin-provisioner", driver: "csi-rbdplugin" },
+  {
+    dir: "examples/ceph-csi-cephfs",
+    manifest: "cephfs/kubernetes/csi-cephfsplugin.yaml",
+    kind: "DaemonSet",
+    name: "csi-cephfsplugin",
+    driver: "csi-cephfsplugin",
+  },
+  {
+    dir: "examples/ceph-csi-rbd-provisioner",
+    manifest: "rbd/kubernetes/csi-rbdplugin-provisioner.yaml",
+    kind: "Deployment",
+    name: "csi-rbdplugin-provisioner",
+    driver: "csi-rbdplugin",
+  },
 ];
 
 export const readCephManifest = (manifest: string): string => readFileSync(join(cephCsiDir, manifest), "utf8");

@@ -75,9 +75,8 @@ export function deployDocuments(): readonly { file: string; doc: unknown }[] {
 
 const kubectlCheck = spawnSync("kubectl", ["version", "--client"], { encoding: "utf8" });
 /** Why kustomizations cannot be rendered here, or false when they can (for `test(..., { skip })`). */
-export const noKubectl: string | false = kubectlCheck.error || kubectlCheck.status !== 0
-  ? "kubectl is not installed: deploy/ renders only with `kubectl kustomize`"
-  : false;
+export const noKubectl: string | false =
+  kubectlCheck.error || kubectlCheck.status !== 0 ? "kubectl is not installed: deploy/ renders only with `kubectl kustomize`" : false;
 
 const rendered = new Map<string, K8sObject[]>();
 

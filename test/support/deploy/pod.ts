@@ -154,7 +154,10 @@ export function assertSidecarInPod(pod: PodSpec, sidecarName: string): Map<strin
     for (const port of listeningPorts(other)) assert.ok(!declared.includes(port), `port ${port} is taken by ${other.name}`);
   }
   const portOf = (ref: string | number) => (typeof ref === "number" ? ref : sidecar.ports?.find((p) => p.name === ref)?.containerPort);
-  for (const [probe, path] of [[sidecar.livenessProbe, "/healthz"], [sidecar.readinessProbe, "/readyz"]] as const) {
+  for (const [probe, path] of [
+    [sidecar.livenessProbe, "/healthz"],
+    [sidecar.readinessProbe, "/readyz"],
+  ] as const) {
     assert.equal(probe?.httpGet?.path, path);
     assert.equal(portOf(probe!.httpGet!.port), httpPort);
   }
@@ -213,11 +216,36 @@ export function assertSidecarInPod(pod: PodSpec, sidecarName: string): Map<strin
 
 /** DESIGN 4.1 and the auth policy: every flag the sidecar takes. */
 export const SIDECAR_FLAGS = new Set([
-  "csi-addons-address", "node-id", "pod", "namespace", "pod-uid", "controller-port", "controller-ip", "stagingpath",
-  "timeout", "http-endpoint", "kubeconfig", "max-inflight", "max-queue", "log-level", "log-format", "enable-auth",
-  "auth-audience", "auth-verb", "auth-group", "auth-resource", "auth-cache-ttl", "tls-cert-file", "tls-key-file",
-  "require-tls-files", "shutdown-grace", "secret-cache-ttl", "leader-election-namespace", "leader-election-lease-duration",
-  "leader-election-renew-deadline", "leader-election-retry-period",
+  "csi-addons-address",
+  "node-id",
+  "pod",
+  "namespace",
+  "pod-uid",
+  "controller-port",
+  "controller-ip",
+  "stagingpath",
+  "timeout",
+  "http-endpoint",
+  "kubeconfig",
+  "max-inflight",
+  "max-queue",
+  "log-level",
+  "log-format",
+  "enable-auth",
+  "auth-audience",
+  "auth-verb",
+  "auth-group",
+  "auth-resource",
+  "auth-cache-ttl",
+  "tls-cert-file",
+  "tls-key-file",
+  "require-tls-files",
+  "shutdown-grace",
+  "secret-cache-ttl",
+  "leader-election-namespace",
+  "leader-election-lease-duration",
+  "leader-election-renew-deadline",
+  "leader-election-retry-period",
 ]);
 
 /** The volume types Pod Security "restricted" allows (every other one, hostPath first, is refused). */

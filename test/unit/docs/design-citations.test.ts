@@ -57,9 +57,7 @@ function sourceFiles(dir: string): string[] {
 const design = () => readFileSync(join(repoRoot, "docs/design.md"), "utf8");
 
 test("every design citation in the sources names a section heading of docs/design.md", () => {
-  const citations = SOURCE_DIRS.flatMap((d) => sourceFiles(join(repoRoot, d))).flatMap((f) =>
-    citationsIn(relative(repoRoot, f), readFileSync(f, "utf8")),
-  );
+  const citations = SOURCE_DIRS.flatMap((d) => sourceFiles(join(repoRoot, d))).flatMap((f) => citationsIn(relative(repoRoot, f), readFileSync(f, "utf8")));
   assert.ok(citations.length >= 40, `expected the sources' design citations, found ${citations.length}`);
   assert.deepEqual(unresolved(citations, sectionsOf(design())), []);
 });
@@ -67,7 +65,13 @@ test("every design citation in the sources names a section heading of docs/desig
 test("the citation forms are all recognised, and a missing section is named with file and line", () => {
   // Built from parts so that this file itself cites nothing.
   const cite = (rest: string) => ["DESIGN", rest].join(" ");
-  const text = [`// ${cite("4.4")} step 4`, `# ${cite("section 5")}`, `// ${cite("3.3, 3.4")}`, `// ${cite("7.2/7.3")}`, `// ${["docs/design.md", "99.1"].join(" ")}`].join("\n");
+  const text = [
+    `// ${cite("4.4")} step 4`,
+    `# ${cite("section 5")}`,
+    `// ${cite("3.3, 3.4")}`,
+    `// ${cite("7.2/7.3")}`,
+    `// ${["docs/design.md", "99.1"].join(" ")}`,
+  ].join("\n");
   const found = citationsIn("x.ts", text);
   assert.deepEqual(
     found.map((c) => `${c.line}:${c.section}`),

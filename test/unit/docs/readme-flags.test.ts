@@ -15,7 +15,10 @@ function flagsOf(help: string): string[] {
   return [...help.matchAll(/^ {2}--([A-Za-z0-9_-]+)/gm)].map((m) => m[1]!);
 }
 
-for (const [program, help] of [["sidecar", sidecarHelp()], ["controller", controllerHelp()]] as const) {
+for (const [program, help] of [
+  ["sidecar", sidecarHelp()],
+  ["controller", controllerHelp()],
+] as const) {
   test(`README names every flag of the ${program}`, () => {
     const flags = flagsOf(help);
     assert.ok(flags.length > 20, `read ${flags.length} flags from the ${program}'s help`);

@@ -84,7 +84,11 @@ describe("driver-stub state file", () => {
       ['{"volumes": {"v": {"locked": "yes"}}}', /locked: expected a boolean/],
       ['{"volumes": {"v": 1}}', /state\.volumes\["v"\]: expected an object/],
     ] as const) {
-      assert.throws(() => parseState(text), (err: Error) => err instanceof StateFormatError && why.test(err.message), text);
+      assert.throws(
+        () => parseState(text),
+        (err: Error) => err instanceof StateFormatError && why.test(err.message),
+        text,
+      );
     }
   });
 
@@ -129,7 +133,11 @@ describe("driver-stub state file", () => {
       ['{"fenceClients": {"id": "c"}}', /state\.fenceClients: expected an array/],
       ['{"fenceClients": [{"id": 7}]}', /state\.fenceClients\[0\]\.id: expected a string/],
     ] as const) {
-      assert.throws(() => parseState(text), (err: Error) => err instanceof StateFormatError && why.test(err.message), text);
+      assert.throws(
+        () => parseState(text),
+        (err: Error) => err instanceof StateFormatError && why.test(err.message),
+        text,
+      );
     }
   });
 
@@ -139,7 +147,9 @@ describe("driver-stub state file", () => {
   });
 
   it("a healed volume becomes HEALTHY with its fault cleared and everything else kept", () => {
-    const before = parseState('{"ready": true, "volumes": {"v": {"state": "ABNORMAL", "reason": "R", "message": "M", "delayMs": 5}, "w": {"state": "ABNORMAL"}}}');
+    const before = parseState(
+      '{"ready": true, "volumes": {"v": {"state": "ABNORMAL", "reason": "R", "message": "M", "delayMs": 5}, "w": {"state": "ABNORMAL"}}}',
+    );
     assert.deepEqual(JSON.parse(JSON.stringify(healVolume(before, "v"))), {
       ready: true,
       volumes: { v: { state: "HEALTHY", delayMs: 5 }, w: { state: "ABNORMAL" } },
@@ -172,10 +182,7 @@ describe("driver-stub state store", () => {
     await store.written();
     const expected = { volumes: { v: { state: "HEALTHY" }, w: { state: "ABNORMAL" }, x: { state: "UNSUPPORTED" } } };
     assert.deepEqual(JSON.parse(readFileSync(file, "utf8")), expected);
-    assert.deepEqual(
-      Object.fromEntries([...store.current().volumes].map(([id, v]) => [id, v.state])),
-      { v: "HEALTHY", w: "ABNORMAL", x: "UNSUPPORTED" },
-    );
+    assert.deepEqual(Object.fromEntries([...store.current().volumes].map(([id, v]) => [id, v.state])), { v: "HEALTHY", w: "ABNORMAL", x: "UNSUPPORTED" });
   });
 
   it("two changes in one turn are each applied once, in memory and in the file", async (t) => {

@@ -46,7 +46,7 @@ const VOLUME_ID_KEPT: Record<string, string> = {
     "controllers before replication_source (kubernetes-csi-addons 0e3c3633) send the volume as `string volume_id = 1`; " +
     "upstream now reserves 1, so a newer controller never sends it and one sidecar serves both",
   "proto/replication/replication.proto":
-    "drivers built before replication_source read the volume from field 1; the spec reserves 1 (\"volume_id\"), " +
+    'drivers built before replication_source read the volume from field 1; the spec reserves 1 ("volume_id"), ' +
     "so newer drivers skip it, and the sidecar sends a volume in both",
 };
 
@@ -83,8 +83,7 @@ function differences(file: string, theirs: Shape, ours: Shape, allowed: Ours[]):
   const out: string[] = [];
   const say = (what: string) => out.push(`${file}: ${what}`);
   if (theirs.pkg !== ours.pkg) say(`package: upstream ${theirs.pkg}, ours ${ours.pkg}`);
-  const ourOwn = (key: string) =>
-    allowed.some((a) => a.key === key || (a.key.startsWith("message ") && pathOf(key).startsWith(`${pathOf(a.key)}.`)));
+  const ourOwn = (key: string) => allowed.some((a) => a.key === key || (a.key.startsWith("message ") && pathOf(key).startsWith(`${pathOf(a.key)}.`)));
   for (const [key, up] of theirs.entries) {
     const mine = ours.entries.get(key);
     if (mine === undefined) say(`${key}: upstream "${up}", ours has none`);
@@ -122,7 +121,12 @@ describe(
           assert.ok(existsSync(join(root, file)), `upstream ${contract.dir}/${rel} has no copy of ours at ${file}`);
           const theirs = shapeOf(readFileSync(join(dir, rel), "utf8"));
           const ours = shapeOf(readFileSync(join(root, file), "utf8"));
-          const diffs = differences(file, theirs, ours, OURS.filter((a) => a.file === file));
+          const diffs = differences(
+            file,
+            theirs,
+            ours,
+            OURS.filter((a) => a.file === file),
+          );
           assert.ok(diffs.length === 0, `${diffs.length} difference(s) from upstream:\n  ${diffs.join("\n  ")}`);
         });
       }

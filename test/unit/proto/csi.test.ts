@@ -35,19 +35,11 @@ describe("csi.v1 wire format", () => {
   });
 
   it("VolumeCapability Block (field 1, empty) + access_mode MULTI_NODE_MULTI_WRITER", () => {
-    assertWire(
-      VolumeCapability,
-      { accessType: { $case: "block", block: {} }, accessMode: { mode: Mode.MULTI_NODE_MULTI_WRITER } },
-      "0a 00 1a 02 08 05",
-    );
+    assertWire(VolumeCapability, { accessType: { $case: "block", block: {} }, accessMode: { mode: Mode.MULTI_NODE_MULTI_WRITER } }, "0a 00 1a 02 08 05");
   });
 
   it("decodes access_mode before access_type, as another encoder may order them", () => {
-    assertDecodes(
-      VolumeCapability,
-      "1a 02 08 07  12 13 0a 04 65 78 74 34 12 02 72 6f 12 07 6e 6f 61 74 69 6d 65",
-      mountCapability,
-    );
+    assertDecodes(VolumeCapability, "1a 02 08 07  12 13 0a 04 65 78 74 34 12 02 72 6f 12 07 6e 6f 61 74 69 6d 65", mountCapability);
   });
 
   it("access mode numbers are the CSI spec's", () => {
@@ -89,24 +81,17 @@ describe("csi.v1 wire format", () => {
   });
 
   it("GetPluginInfoResponse: name 1, vendor_version 2, manifest 3", () => {
-    assertWire(
-      GetPluginInfoResponse,
-      { name: "drv", vendorVersion: "1.0", manifest: { k: "v" } },
-      "0a 03 64 72 76  12 03 31 2e 30  1a 06 0a 01 6b 12 01 76",
-    );
+    assertWire(GetPluginInfoResponse, { name: "drv", vendorVersion: "1.0", manifest: { k: "v" } }, "0a 03 64 72 76  12 03 31 2e 30  1a 06 0a 01 6b 12 01 76");
   });
 
   it("service and method names are the CSI spec's", () => {
-    assert.deepEqual(Object.values(IdentityService).map((m) => m.path), [
-      "/csi.v1.Identity/GetPluginInfo",
-      "/csi.v1.Identity/GetPluginCapabilities",
-      "/csi.v1.Identity/Probe",
-    ]);
-    assert.deepEqual(Object.values(NodeService).map((m) => m.path), [
-      "/csi.v1.Node/NodeStageVolume",
-      "/csi.v1.Node/NodeUnstageVolume",
-      "/csi.v1.Node/NodeGetCapabilities",
-      "/csi.v1.Node/NodeGetInfo",
-    ]);
+    assert.deepEqual(
+      Object.values(IdentityService).map((m) => m.path),
+      ["/csi.v1.Identity/GetPluginInfo", "/csi.v1.Identity/GetPluginCapabilities", "/csi.v1.Identity/Probe"],
+    );
+    assert.deepEqual(
+      Object.values(NodeService).map((m) => m.path),
+      ["/csi.v1.Node/NodeStageVolume", "/csi.v1.Node/NodeUnstageVolume", "/csi.v1.Node/NodeGetCapabilities", "/csi.v1.Node/NodeGetInfo"],
+    );
   });
 });

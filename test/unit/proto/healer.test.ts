@@ -79,14 +79,14 @@ describe("healer.v1 wire format", () => {
   });
 
   it("service and method names", () => {
-    assert.deepEqual(Object.values(VolumeHealerNodeService).map((m) => m.path), [
-      "/healer.v1.VolumeHealerNode/NodeGetVolumeHealth",
-      "/healer.v1.VolumeHealerNode/NodeHealVolume",
-    ]);
-    assert.deepEqual(Object.values(VolumeHealerService).map((m) => m.path), [
-      "/sidecar.v1.VolumeHealer/GetVolumeHealth",
-      "/sidecar.v1.VolumeHealer/HealVolume",
-    ]);
+    assert.deepEqual(
+      Object.values(VolumeHealerNodeService).map((m) => m.path),
+      ["/healer.v1.VolumeHealerNode/NodeGetVolumeHealth", "/healer.v1.VolumeHealerNode/NodeHealVolume"],
+    );
+    assert.deepEqual(
+      Object.values(VolumeHealerService).map((m) => m.path),
+      ["/sidecar.v1.VolumeHealer/GetVolumeHealth", "/sidecar.v1.VolumeHealer/HealVolume"],
+    );
   });
 });
 
@@ -109,10 +109,6 @@ describe("sidecar.v1 wire format", () => {
 
   it("GetVolumeHealthRequest pv_name 1; GetVolumeHealthResponse health 1, volume_id 2", () => {
     assertWire(GetVolumeHealthRequest, { pvName: "pv-1" }, "0a 04 70 76 2d 31");
-    assertWire(
-      GetVolumeHealthResponse,
-      { health: { state: State.HEALTHY, reason: "", message: "" }, volumeId: "v1" },
-      "0a 02 08 01  12 02 76 31",
-    );
+    assertWire(GetVolumeHealthResponse, { health: { state: State.HEALTHY, reason: "", message: "" }, volumeId: "v1" }, "0a 02 08 01  12 02 76 31");
   });
 });

@@ -19,11 +19,7 @@ import { assertDecodes, assertWire } from "../../support/wire-vectors.js";
 
 describe("identity wire format", () => {
   it("GetCapabilitiesResponse with Service NODE_SERVICE is 0a 04 0a 02 08 02", () => {
-    assertWire(
-      GetCapabilitiesResponse,
-      { capabilities: [{ type: { $case: "service", service: { type: Service.NODE_SERVICE } } }] },
-      "0a 04 0a 02 08 02",
-    );
+    assertWire(GetCapabilitiesResponse, { capabilities: [{ type: { $case: "service", service: { type: Service.NODE_SERVICE } } }] }, "0a 04 0a 02 08 02");
   });
 
   it("VolumeHealer capabilities sit at oneof field 7 (tag 3a)", () => {
@@ -45,9 +41,17 @@ describe("identity wire format", () => {
     ["service CONTROLLER_SERVICE (1)", { type: { $case: "service", service: { type: Service.CONTROLLER_SERVICE } } }, "0a 02 08 01"],
     ["reclaim_space ONLINE (2)", { type: { $case: "reclaimSpace", reclaimSpace: { type: ReclaimSpace.ONLINE } } }, "12 02 08 02"],
     ["network_fence GET_CLIENTS_TO_FENCE (3)", { type: { $case: "networkFence", networkFence: { type: NetworkFence.GET_CLIENTS_TO_FENCE } } }, "1a 02 08 02"],
-    ["volume_replication GET_REPLICATION_DESTINATION_INFO (4)", { type: { $case: "volumeReplication", volumeReplication: { type: VolumeReplication.GET_REPLICATION_DESTINATION_INFO } } }, "22 02 08 02"],
+    [
+      "volume_replication GET_REPLICATION_DESTINATION_INFO (4)",
+      { type: { $case: "volumeReplication", volumeReplication: { type: VolumeReplication.GET_REPLICATION_DESTINATION_INFO } } },
+      "22 02 08 02",
+    ],
     ["volume_group LIST_VOLUME_GROUPS (5)", { type: { $case: "volumeGroup", volumeGroup: { type: VolumeGroup.LIST_VOLUME_GROUPS } } }, "2a 02 08 06"],
-    ["encryption_key_rotation ENCRYPTIONKEYROTATION (6)", { type: { $case: "encryptionKeyRotation", encryptionKeyRotation: { type: KeyRotation.ENCRYPTIONKEYROTATION } } }, "32 02 08 01"],
+    [
+      "encryption_key_rotation ENCRYPTIONKEYROTATION (6)",
+      { type: { $case: "encryptionKeyRotation", encryptionKeyRotation: { type: KeyRotation.ENCRYPTIONKEYROTATION } } },
+      "32 02 08 01",
+    ],
     ["volume_healer HEAL_VOLUME (7)", { type: { $case: "volumeHealer", volumeHealer: { type: VolumeHealer.HEAL_VOLUME } } }, "3a 02 08 02"],
   ];
   for (const [name, capability, hex] of eachCapability) {
@@ -55,10 +59,7 @@ describe("identity wire format", () => {
   }
 
   it("capability enum numbers are upstream's", () => {
-    assert.deepEqual(
-      [Service.UNKNOWN, Service.CONTROLLER_SERVICE, Service.NODE_SERVICE, ReclaimSpace.OFFLINE, ReclaimSpace.ONLINE],
-      [0, 1, 2, 1, 2],
-    );
+    assert.deepEqual([Service.UNKNOWN, Service.CONTROLLER_SERVICE, Service.NODE_SERVICE, ReclaimSpace.OFFLINE, ReclaimSpace.ONLINE], [0, 1, 2, 1, 2]);
     assert.deepEqual([NetworkFence.NETWORK_FENCE, NetworkFence.GET_CLIENTS_TO_FENCE], [1, 2]);
     assert.deepEqual([VolumeReplication.VOLUME_REPLICATION, VolumeReplication.GET_REPLICATION_DESTINATION_INFO], [1, 2]);
     assert.deepEqual(

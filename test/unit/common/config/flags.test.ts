@@ -25,8 +25,14 @@ test("both dash forms, = or a separate value, bare booleans; flags win over non-
   assert.deepEqual(Object.fromEntries(parseFlags(SPECS, ["--name=b=c", "-on=false"], { NAME: "env" })), { name: "b=c", on: "false" });
   assert.deepEqual(Object.fromEntries(parseFlags(SPECS, [], { NAME: "env" })), { name: "env" });
   assert.deepEqual(Object.fromEntries(parseFlags(SPECS, [], { NAME: "" })), {}, "an empty variable is unset");
-  assert.throws(() => parseFlags(SPECS, ["--name"], {}), (e: unknown) => e instanceof FlagError && e.flag === "name" && /needs a value/.test(e.message));
-  assert.throws(() => parseFlags(SPECS, ["--nope=1"], {}), (e: unknown) => e instanceof FlagError && e.flag === "nope" && e.message === "unknown flag --nope");
+  assert.throws(
+    () => parseFlags(SPECS, ["--name"], {}),
+    (e: unknown) => e instanceof FlagError && e.flag === "name" && /needs a value/.test(e.message),
+  );
+  assert.throws(
+    () => parseFlags(SPECS, ["--nope=1"], {}),
+    (e: unknown) => e instanceof FlagError && e.flag === "nope" && e.message === "unknown flag --nope",
+  );
 });
 
 test("usage: a value placeholder for string flags only, and the environment variable when there is one", () => {
@@ -38,7 +44,8 @@ test("host:port values: a missing or out-of-range port names the flag; an empty 
   for (const bad of ["localhost", ":", "[::1]", "host:65536", "host:-1"]) {
     assert.throws(
       () => hostPort(raw(bad), "http-endpoint"),
-      (e: unknown) => e instanceof FlagError && e.flag === "http-endpoint" && e.message === `--http-endpoint must be host:port or :port, got ${JSON.stringify(bad)}`,
+      (e: unknown) =>
+        e instanceof FlagError && e.flag === "http-endpoint" && e.message === `--http-endpoint must be host:port or :port, got ${JSON.stringify(bad)}`,
       bad,
     );
   }

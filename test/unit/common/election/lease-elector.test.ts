@@ -54,7 +54,8 @@ test("one of two candidates leads; stop() releases, and the other takes over at 
   const released = Date.now();
   await a.stop();
   assert.notEqual(store.current?.holder, "a", "released (or already taken over)");
-  if (store.current!.holder === "") assert.equal(store.current!.durationMs, 1_000, "released as client-go does: a 1 s duration, which the API accepts (0 it refuses)");
+  if (store.current!.holder === "")
+    assert.equal(store.current!.durationMs, 1_000, "released as client-go does: a 1 s duration, which the API accepts (0 it refuses)");
   await waitFor("b leads", () => b.isLeader);
   assert.ok(Date.now() - released < timings.leaseDurationMs, "no wait for the lease to expire");
   assert.equal(store.current!.transitions, 1);
@@ -124,7 +125,10 @@ test("client-go's timing rule names the flag that breaks it", () => {
     [{ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 9_000 }, "leader-election-renew-deadline"],
     [{ leaseDurationMs: 10_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 }, "leader-election-lease-duration"],
   ] as const) {
-    assert.throws(() => checkLeaseTimings(t), (e: Error) => e instanceof FlagError && e.flag === flag);
+    assert.throws(
+      () => checkLeaseTimings(t),
+      (e: Error) => e instanceof FlagError && e.flag === flag,
+    );
   }
   // The smallest timings the rule allows are accepted: positive is positive.
   checkLeaseTimings({ leaseDurationMs: 3, renewDeadlineMs: 2, retryPeriodMs: 1 });
@@ -174,7 +178,11 @@ test("a candidate waits retry period x [1, 1.2) between tries (client-go's jitte
   heldBy(store, "other");
   const waits: { ms: number; leading: boolean }[] = [];
   const e = new LeaseElector({
-    store, logger, lease: "ns/l", identity: "b", ...timings,
+    store,
+    logger,
+    lease: "ns/l",
+    identity: "b",
+    ...timings,
     sleep: (ms, signal) => {
       waits.push({ ms, leading: e.isLeader });
       return delay(1, signal);
@@ -194,14 +202,16 @@ test("a candidate waits retry period x [1, 1.2) between tries (client-go's jitte
 test("stop() returns only once the request in flight has ended, so no Lease request outlives it", async () => {
   const store = memoryLease();
   let inFlight = 0;
-  const counted = <A extends unknown[], R>(call: (...args: A) => Promise<R>) => async (...args: A) => {
-    inFlight++;
-    try {
-      return await call(...args);
-    } finally {
-      inFlight--;
-    }
-  };
+  const counted =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+    async (...args: A) => {
+      inFlight++;
+      try {
+        return await call(...args);
+      } finally {
+        inFlight--;
+      }
+    };
   const write = store.write.bind(store);
   store.read = counted(store.read.bind(store));
   store.write = counted(write);
@@ -232,10 +242,14 @@ test("a Lease request gets at least 1 s, even when half the renew deadline is sh
     if (abortedAfterMs !== undefined) return read(signal);
     const started = Date.now();
     return new Promise((_, reject) =>
-      signal.addEventListener("abort", () => {
-        abortedAfterMs ??= Date.now() - started;
-        reject(new Error("timed out"));
-      }, { once: true }),
+      signal.addEventListener(
+        "abort",
+        () => {
+          abortedAfterMs ??= Date.now() - started;
+          reject(new Error("timed out"));
+        },
+        { once: true },
+      ),
     );
   };
   const e = elector(store, "a"); // renew deadline 400 ms: half of it would be 200 ms
@@ -279,6 +293,9 @@ test("a leader that cannot release its Lease at stop() warns; a candidate that n
     store.down = true;
     await e.stop();
     const said = lines.filter((l) => String(l["message"]).startsWith("could not release the Lease"));
-    assert.deepEqual(said.map((l) => [l["level"], l["lease"], l["error"]]), led ? [["warn", "ns/l", "API down"]] : [["debug", "ns/l", "API down"]]);
+    assert.deepEqual(
+      said.map((l) => [l["level"], l["lease"], l["error"]]),
+      led ? [["warn", "ns/l", "API down"]] : [["debug", "ns/l", "API down"]],
+    );
   }
 });

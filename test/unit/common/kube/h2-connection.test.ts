@@ -92,7 +92,10 @@ async function h2Server(t: TestContext) {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => new Promise<void>((r) => server.close(() => r())));
   const connect = (opts: Omit<H2Options, "tls"> = {}) => {
-    const conn = new H2Connection(new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), { ...opts, tls: { ca: cert.cert, rejectUnauthorized: true } });
+    const conn = new H2Connection(new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), {
+      ...opts,
+      tls: { ca: cert.cert, rejectUnauthorized: true },
+    });
     t.after(() => conn.close());
     return conn;
   };
@@ -148,14 +151,21 @@ test("one ping timer per connection, every 30 s by default, stopped when the con
   const conn = connect();
   assert.equal(await get(conn), "ok");
   assert.equal(await get(conn), "ok");
-  assert.deepEqual(started.map((s) => s.ms), [30_000], "one timer for the connection, every 30 s");
+  assert.deepEqual(
+    started.map((s) => s.ms),
+    [30_000],
+    "one timer for the connection, every 30 s",
+  );
   // The server ends the connection: its timer must go with it, or every reconnect leaves one
   // running for good, holding its dead session.
   sessions[0]!.session.destroy();
   await waitFor("the closed connection's ping timer to be stopped", () => stopped.includes(started[0]!.timer), { timeoutMs: 5_000 });
   assert.equal(await get(conn), "ok");
   assert.equal(sessions.length, 2, "the next request dialled anew");
-  assert.deepEqual(started.map((s) => s.ms), [30_000, 30_000]);
+  assert.deepEqual(
+    started.map((s) => s.ms),
+    [30_000, 30_000],
+  );
 });
 
 test("a request keeps the program alive while it waits, even on a connection that was idle (and so let go of it)", async (t) => {
@@ -208,7 +218,10 @@ test("a dial whose TLS handshake never ends is given up after connectTimeoutMs, 
   const conn = new H2Connection(url, { tls: { rejectUnauthorized: true }, connectTimeoutMs: 200 });
   t.after(() => conn.close());
   const signal = AbortSignal.timeout(30_000);
-  const err: Error = await conn.request("GET", "/", {}, undefined, signal).then(() => assert.fail("answered"), (e: Error) => e);
+  const err: Error = await conn.request("GET", "/", {}, undefined, signal).then(
+    () => assert.fail("answered"),
+    (e: Error) => e,
+  );
   assert.equal(signal.aborted, false, "given up before the request's deadline");
   assert.match(failure(err), /did not complete the TLS handshake within 200 ms/);
   await assert.rejects(conn.request("GET", "/", {}, undefined, AbortSignal.timeout(30_000)), /TLS handshake/);

@@ -78,7 +78,8 @@ test("an Error logged as the message is its message, without a stack", () => {
 });
 
 test("everything goes to stdout (one stream keeps lines in order); a command whose stdout is its result logs to stderr", () => {
-  const levels = (l: ReturnType<typeof createLogger>) => Object.keys((l.transports[0] as unknown as { stderrLevels: Record<string, unknown> }).stderrLevels).sort();
+  const levels = (l: ReturnType<typeof createLogger>) =>
+    Object.keys((l.transports[0] as unknown as { stderrLevels: Record<string, unknown> }).stderrLevels).sort();
   assert.deepEqual(levels(createLogger("info", "json")), []);
   assert.deepEqual(levels(createLogger("info", "json", true)), ["debug", "error", "info", "warn"]);
 });

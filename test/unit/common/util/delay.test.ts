@@ -78,7 +78,13 @@ test("hostPort: an IPv6 literal in brackets, a name or IPv4 address as it is", (
 });
 
 test("listenHost: :: stays on a node with any IPv6 address, even one interface among IPv4 ones", () => {
-  const ifs = { eth0: [{ address: "10.0.0.7", family: "IPv4" }], lo: [{ address: "127.0.0.1", family: "IPv4" }, { address: "::1", family: "IPv6" }] } as unknown as Parameters<typeof listenHost>[1];
+  const ifs = {
+    eth0: [{ address: "10.0.0.7", family: "IPv4" }],
+    lo: [
+      { address: "127.0.0.1", family: "IPv4" },
+      { address: "::1", family: "IPv6" },
+    ],
+  } as unknown as Parameters<typeof listenHost>[1];
   assert.equal(listenHost("::", ifs), "::");
   assert.equal(listenHost("::", { eth0: undefined } as unknown as Parameters<typeof listenHost>[1]), "0.0.0.0");
 });

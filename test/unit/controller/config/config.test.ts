@@ -40,7 +40,11 @@ test("each bad value names its flag", () => {
     [["heal", "--node=n", "--mode=sometimes", ...LOCAL], "--mode"],
     [["--node=n", ...LOCAL], "--node"],
   ] as const) {
-    assert.throws(() => parseConfig([...args], {}), (e: Error) => e instanceof ConfigError && e.message.includes(flag), args.join(" "));
+    assert.throws(
+      () => parseConfig([...args], {}),
+      (e: Error) => e instanceof ConfigError && e.message.includes(flag),
+      args.join(" "),
+    );
   }
 });
 
@@ -121,7 +125,15 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     tokenServiceAccount: undefined,
     tokenExpirationSeconds: 3600,
     httpEndpoint: { host: "::", port: 8080 },
-    leader: { enabled: true, namespace: "healer", name: "healer-lease", identity: "healer-7d9f-abcde", leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
+    leader: {
+      enabled: true,
+      namespace: "healer",
+      name: "healer-lease",
+      identity: "healer-7d9f-abcde",
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+    },
     logLevel: "debug",
     logFormat: "text",
     shutdownGraceMs: 20_000,
@@ -130,10 +142,20 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
 });
 
 test("flags win over environment variables; with a kubeconfig (local use) leader election is off unless asked for", () => {
-  const c = run([...LOCAL, "--check-interval=1m", "--kubeconfig=/k", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=5s"], {
-    CHECK_INTERVAL: "bogus",
-    KUBERNETES_SERVICE_HOST: "10.0.0.1",
-  });
+  const c = run(
+    [
+      ...LOCAL,
+      "--check-interval=1m",
+      "--kubeconfig=/k",
+      "--leader-election-lease-duration=30s",
+      "--leader-election-renew-deadline=20s",
+      "--leader-election-retry-period=5s",
+    ],
+    {
+      CHECK_INTERVAL: "bogus",
+      KUBERNETES_SERVICE_HOST: "10.0.0.1",
+    },
+  );
   assert.equal(c.checkIntervalMs, 60_000);
   assert.equal(c.leader.enabled, false, "off with a kubeconfig, even in a cluster");
   assert.deepEqual([c.leader.leaseDurationMs, c.leader.renewDeadlineMs, c.leader.retryPeriodMs], [30_000, 20_000, 5_000]);
@@ -144,7 +166,12 @@ test("flags win over environment variables; with a kubeconfig (local use) leader
 
 test("TLS: plaintext only when asked for; without verification only with the explicit flag", () => {
   assert.deepEqual(run(LOCAL).sidecarTls, { enabled: false, caFile: undefined, serverName: undefined, insecureSkipVerify: false });
-  assert.deepEqual(run(["--sidecar-tls-insecure-skip-verify"]).sidecarTls, { enabled: true, caFile: undefined, serverName: undefined, insecureSkipVerify: true });
+  assert.deepEqual(run(["--sidecar-tls-insecure-skip-verify"]).sidecarTls, {
+    enabled: true,
+    caFile: undefined,
+    serverName: undefined,
+    insecureSkipVerify: true,
+  });
 });
 
 test("a positive duration may be as short as 1 ms", () => {
@@ -167,7 +194,14 @@ test("--help and --version are answers of their own, before any other value is c
   assert.deepEqual(parseConfig(["--help", "--check-interval=soon"], {}), { kind: "help", text: helpText() });
   assert.deepEqual(parseConfig(["--version", "--sidecar-tls=true"], {}), { kind: "version" });
   const text = helpText();
-  for (const line of ["Usage: csi-addons-healer-controller [flags]", "heal --node N", "--sidecar-ca-file", "--leader-election-retry-period", "heal subcommand:", "--mode"]) {
+  for (const line of [
+    "Usage: csi-addons-healer-controller [flags]",
+    "heal --node N",
+    "--sidecar-ca-file",
+    "--leader-election-retry-period",
+    "heal subcommand:",
+    "--mode",
+  ]) {
     assert.ok(text.includes(line), line);
   }
 });

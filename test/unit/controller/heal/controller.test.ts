@@ -15,28 +15,11 @@ import { captureLogger } from "../../../support/capture-logger.js";
 import { gatedSleep } from "../../../support/gated-sleep.js";
 import { EventEmitter } from "node:events";
 import { HealController } from "../../../../controller/heal/controller.js";
-import {
-  KubeRequestError,
-  type ClusterView,
-} from "../../../../controller/kube/api.js";
+import { KubeRequestError, type ClusterView } from "../../../../controller/kube/api.js";
 import { createMetrics } from "../../../../controller/report/metrics.js";
-import {
-  CREATED_BY_POD_UID,
-  DRIVER_RESTARTED_AT,
-  HANDLED_RESTART,
-  restartMarker,
-} from "../../../../controller/plan/trigger.js";
+import { CREATED_BY_POD_UID, DRIVER_RESTARTED_AT, HANDLED_RESTART, restartMarker } from "../../../../controller/plan/trigger.js";
 import { activeHandles } from "../../../support/handles.js";
-import {
-  SIDECAR,
-  PVS,
-  Fake,
-  fake,
-  NEVER,
-  HEALED,
-  HANDLED,
-  other,
-} from "../../../support/heal-fakes.js";
+import { SIDECAR, PVS, Fake, fake, NEVER, HEALED, HANDLED, other } from "../../../support/heal-fakes.js";
 
 // ---- the controller over passes ----------------------------------------------------------------
 
@@ -48,33 +31,20 @@ interface ControllerOptions {
   others?: SidecarInfo[];
 }
 
-function controllerOf(
-  f: Fake,
-  sidecar: SidecarInfo,
-  patch: (marker: string) => Promise<void>,
-  o: ControllerOptions = {},
-) {
+function controllerOf(f: Fake, sidecar: SidecarInfo, patch: (marker: string) => Promise<void>, o: ControllerOptions = {}) {
   const known = new Map([sidecar, ...(o.others ?? [])].map((s) => [s.key, s]));
   /** Keys the controller looked up in the view (its periodic timers do, when they fire). */
   const lookups: string[] = [];
   const view = Object.assign(new EventEmitter(), {
     sidecars: () => [...known.values()],
     sidecar: (key: string) => (lookups.push(key), known.get(key)),
-    volumesOf: (s: SidecarInfo) =>
-      s.key === sidecar.key
-        ? PVS
-        : PVS.map((pv) => ({ ...pv, name: `${s.name}-${pv.name}` })),
+    volumesOf: (s: SidecarInfo) => (s.key === sidecar.key ? PVS : PVS.map((pv) => ({ ...pv, name: `${s.name}-${pv.name}` }))),
     pv: () => undefined,
   }) as unknown as ClusterView;
   const metrics = createMetrics(() => f.deps.pool.countByState());
   const { lines, logger } = captureLogger("info");
   const kube = {
-    patchCSIAddonsNodeAnnotation: async (
-      _ns: string,
-      _name: string,
-      _key: string,
-      marker: string,
-    ) => patch(marker),
+    patchCSIAddonsNodeAnnotation: async (_ns: string, _name: string, _key: string, marker: string) => patch(marker),
   };
   const c = new HealController({
     view,
@@ -90,19 +60,14 @@ function controllerOf(
     known.set(s.key, s);
     view.emit("sidecar", type, s);
   };
-  const update = (annotations: Record<string, string>) =>
-    set("update", { ...known.get(sidecar.key)!, annotations });
+  const update = (annotations: Record<string, string>) => set("update", { ...known.get(sidecar.key)!, annotations });
   const remove = (key = sidecar.key) => {
     const s = known.get(key)!;
     known.delete(key);
     view.emit("sidecar", "delete", s);
   };
   const timedRestarts = async () =>
-    (await metrics.restartHealSeconds.get()).values.find(
-      (v) =>
-        v.metricName ===
-        "csi_addons_healer_restart_heal_duration_seconds_count",
-    )?.value ?? 0;
+    (await metrics.restartHealSeconds.get()).values.find((v) => v.metricName === "csi_addons_healer_restart_heal_duration_seconds_count")?.value ?? 0;
   return {
     c,
     view,
@@ -130,11 +95,7 @@ function restartCutShort(t: { after(fn: () => unknown): void }) {
     ...HANDLED,
     [DRIVER_RESTARTED_AT]: "2026-12-03T10:00:00.000Z",
   };
-  const ctl = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async (m) => void patched.push(m),
-  );
+  const ctl = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async (m) => void patched.push(m));
   t.after(() => (release(), ctl.c.close()));
   ctl.c.lead();
   /** `change`: the object as changed to start the pass (by default a driver restart, healed with ALWAYS). */
@@ -142,10 +103,7 @@ function restartCutShort(t: { after(fn: () => unknown): void }) {
     held = new Promise<void>((r) => (release = r));
     const before = f.calls.length;
     ctl.update(change);
-    await waitFor(
-      "the restart heal in flight",
-      () => f.calls.length === before + 2,
-    );
+    await waitFor("the restart heal in flight", () => f.calls.length === before + 2);
     ctl.remove();
     release();
   };
@@ -168,19 +126,13 @@ const ABNORMAL: HealAnswer = {
 };
 
 const abnormalSeries = async (metrics: ReturnType<typeof createMetrics>) =>
-  (await metrics.registry.metrics())
-    .split("\n")
-    .filter((l) => l.startsWith("csi_addons_healer_volumes_abnormal{"));
+  (await metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("csi_addons_healer_volumes_abnormal{"));
 
 test("controller: a first sight is checked and its marker recorded but not timed as a restart; a restart is; close() stops listening", async (t) => {
   const f = fake(() => HEALED);
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, view, update, timedRestarts, lines, metrics } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: first },
-    async (m) => void patched.push(m),
-  );
+  const { c, view, update, timedRestarts, lines, metrics } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1);
@@ -193,14 +145,8 @@ test("controller: a first sight is checked and its marker recorded but not timed
   });
   await waitFor("the restart's marker recorded", () => patched.length === 2);
   assert.equal(await timedRestarts(), 1);
-  const sum = (await metrics.restartHealSeconds.get()).values.find(
-    (v) =>
-      v.metricName === "csi_addons_healer_restart_heal_duration_seconds_sum",
-  )?.value;
-  assert.ok(
-    sum !== undefined && sum >= 5 && sum < 60,
-    `seconds from the driver's restart to the last volume answered: ${String(sum)}`,
-  );
+  const sum = (await metrics.restartHealSeconds.get()).values.find((v) => v.metricName === "csi_addons_healer_restart_heal_duration_seconds_sum")?.value;
+  assert.ok(sum !== undefined && sum >= 5 && sum < 60, `seconds from the driver's restart to the last volume answered: ${String(sum)}`);
   // The one line an operator greps for: which restart of which node, how every volume answered, how long.
   const done = lines.filter((l) => l["message"] === "restart heal done");
   assert.deepEqual(
@@ -210,13 +156,7 @@ test("controller: a first sight is checked and its marker recorded but not timed
       [SIDECAR.key, patched[1], { HEALED: 2 }],
     ],
   );
-  for (const l of done)
-    assert.ok(
-      typeof l["seconds"] === "number" &&
-        l["seconds"] >= 0 &&
-        l["seconds"] < 60,
-      `seconds: ${String(l["seconds"])}`,
-    );
+  for (const l of done) assert.ok(typeof l["seconds"] === "number" && l["seconds"] >= 0 && l["seconds"] < 60, `seconds: ${String(l["seconds"])}`);
   await c.close();
   assert.equal(view.listenerCount("sidecar"), 0);
 });
@@ -224,14 +164,10 @@ test("controller: a first sight is checked and its marker recorded but not timed
 test("controller: a CSIAddonsNode gone (404) while its marker is written is not written again", async (t) => {
   const f = fake(() => HEALED);
   let attempts = 0;
-  const { c, lines } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async () => {
-      attempts++;
-      throw new KubeRequestError(404, 'csiaddonsnodes "n1" not found');
-    },
-  );
+  const { c, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {
+    attempts++;
+    throw new KubeRequestError(404, 'csiaddonsnodes "n1" not found');
+  });
   t.after(() => c.close());
   c.lead();
   // waitFor probes from a timer, so the write's rejection (and a retry's warning, which would come
@@ -252,25 +188,14 @@ test("controller: a deleted CSIAddonsNode's pass ends: its heals still waiting i
     queue: new WorkQueue({ perNode: 1, global: 1 }),
   });
   const patched: string[] = [];
-  const { c, remove } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async (m) => void patched.push(m),
-  );
+  const { c, remove } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
   t.after(() => (release(), c.close()));
   c.lead();
-  await waitFor(
-    "pv-1 in flight, pv-2 waiting for the sidecar's one slot",
-    () => f.calls.length === 1 && f.deps.queue.size === 1,
-  );
+  await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
   remove();
   release();
   await f.deps.queue.idle();
-  assert.deepEqual(
-    f.calls,
-    ["pv-1"],
-    "pv-2 is not sent to a sidecar that is gone",
-  );
+  assert.deepEqual(f.calls, ["pv-1"], "pv-2 is not sent to a sidecar that is gone");
   assert.deepEqual(patched, []);
 });
 
@@ -278,11 +203,7 @@ test("controller: a CSIAddonsNode deleted and made again (its handled marker los
   const f = fake(() => HEALED);
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, set, update, remove } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: first },
-    async (m) => void patched.push(m),
-  );
+  const { c, set, update, remove } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1);
@@ -290,17 +211,13 @@ test("controller: a CSIAddonsNode deleted and made again (its handled marker los
   remove();
   // The sidecar makes its object again when it is deleted (DESIGN 4.3): same pod, no handled marker.
   set("add", { ...SIDECAR, annotations: first });
-  await waitFor(
-    "the recreated object's marker recorded",
-    () => patched.length === 2,
-  );
+  await waitFor("the recreated object's marker recorded", () => patched.length === 2);
   assert.deepEqual(patched, ["pod-1+", "pod-1+"]);
   assert.deepEqual(f.calls, ["pv-1", "pv-2"]);
 });
 
 test("controller: a CSIAddonsNode deleted during its restart heal and made again by its sidecar (same restart, no handled marker) is healed with ALWAYS, not downgraded to a first-sight check", async (t) => {
-  const { set, update, remove, patched, restarted, cutShort, passes } =
-    restartCutShort(t);
+  const { set, update, remove, patched, restarted, cutShort, passes } = restartCutShort(t);
   await cutShort();
   // The sidecar makes it again at once.
   const { [HANDLED_RESTART]: _gone, ...recreated } = restarted;
@@ -366,12 +283,7 @@ test("controller: a first-sight check cut short by the object's deletion is a ch
 
 test("controller: only a check interval of 0 turns the periodic checks off: one of 1 ms checks", async (t) => {
   const f = fake(() => HEALED);
-  const { c } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async () => {},
-    { checkIntervalMs: 1 },
-  );
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 1 });
   t.after(() => c.close());
   c.lead();
   await waitFor("a periodic check", () => f.outcomes.length >= 2);
@@ -379,38 +291,24 @@ test("controller: only a check interval of 0 turns the periodic checks off: one 
 
 test("controller: leadership lost and regained: the periodic checks start again", async (t) => {
   const f = fake(() => HEALED);
-  const { c } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async () => {},
-    { checkIntervalMs: 100, random: () => 0 },
-  );
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 100, random: () => 0 });
   t.after(() => c.close());
   c.lead();
   await waitFor("a periodic check", () => f.outcomes.length === 2);
   c.unlead();
   const before = f.outcomes.length;
   c.lead();
-  await waitFor(
-    "a periodic check after leading again",
-    () => f.outcomes.length >= before + 2,
-    { timeoutMs: 5_000 },
-  );
+  await waitFor("a periodic check after leading again", () => f.outcomes.length >= before + 2, { timeoutMs: 5_000 });
 });
 
 test("controller: one periodic check scheduled per sidecar however often its object changes, none for one being deleted, and none that keeps the process alive", (t) => {
   const f = fake(() => HEALED);
   let scheduled = 0;
-  const { c, update } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async () => {},
-    {
-      checkIntervalMs: 3_600_000,
-      random: () => (scheduled++, 0.5),
-      others: [{ ...other(2), deleting: true }],
-    },
-  );
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 3_600_000,
+    random: () => (scheduled++, 0.5),
+    others: [{ ...other(2), deleting: true }],
+  });
   t.after(() => c.close());
   const timers = () => activeHandles("Timeout");
   const before = timers();
@@ -432,15 +330,10 @@ test("controller: a change of the object during a periodic check schedules the n
   const f = fake(() => HEALED, { hold: () => held });
   let scheduled = 0;
   // The first check comes due at 0.9 x 100 ms; the next ones an hour later.
-  const { c, update } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async () => {},
-    {
-      checkIntervalMs: 100,
-      random: () => (scheduled++ === 0 ? 0 : 0.5),
-    },
-  );
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 100,
+    random: () => (scheduled++ === 0 ? 0 : 0.5),
+  });
   t.after(() => (release(), c.close()));
   c.lead();
   await waitFor("the periodic check in flight", () => f.calls.length === 2);
@@ -454,11 +347,7 @@ test("controller: a change of the object during a periodic check schedules the n
   release();
   await waitFor("the check answered", () => f.outcomes.length === 2);
   await new Promise((r) => setImmediate(r));
-  assert.equal(
-    scheduled,
-    2,
-    "one timer for the node, not a second chain of checks",
-  );
+  assert.equal(scheduled, 2, "one timer for the node, not a second chain of checks");
 });
 
 test("controller: a restart's heals go before the periodic checks of other nodes already waiting for a slot", async (t) => {
@@ -468,22 +357,11 @@ test("controller: a restart's heals go before the periodic checks of other nodes
     hold: () => held,
     queue: new WorkQueue({ perNode: 4, global: 1 }),
   });
-  const { c, set } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async () => {},
-    { checkIntervalMs: 100, random: () => 0 },
-  );
+  const { c, set } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 100, random: () => 0 });
   t.after(() => (release(), c.close()));
   c.lead();
-  await waitFor(
-    "n1's periodic check: one call in flight, one waiting",
-    () => f.calls.length === 1 && f.deps.queue.size === 1,
-  );
-  set(
-    "add",
-    other(2, { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-04T10:00:00.000Z" }),
-  );
+  await waitFor("n1's periodic check: one call in flight, one waiting", () => f.calls.length === 1 && f.deps.queue.size === 1);
+  set("add", other(2, { ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-04T10:00:00.000Z" }));
   await waitFor("n2's restart heals queued", () => f.deps.queue.size === 3);
   release();
   await waitFor("every heal sent", () => f.calls.length >= 4);
@@ -495,30 +373,18 @@ test("controller: a periodic check comes due only for a sidecar still there and 
   // n1, n2, n3 come due at 0.9, 1.0 and 1.1 times the interval, in that order.
   const jitter = [0, 0.5, 1];
   let i = 0;
-  const { c, set, remove, lookups } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: HANDLED },
-    async () => {},
-    {
-      checkIntervalMs: 200,
-      random: () => jitter[i++ % jitter.length]!,
-      others: [other(2), other(3)],
-    },
-  );
+  const { c, set, remove, lookups } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 200,
+    random: () => jitter[i++ % jitter.length]!,
+    others: [other(2), other(3)],
+  });
   t.after(() => c.close());
   c.lead();
   remove(); // n1 deleted
   set("update", { ...other(2), deleting: true });
   await waitFor("n3's periodic check", () => f.calls.length >= 2);
-  assert.deepEqual(
-    f.calls,
-    ["n3-pv-1", "n3-pv-2"],
-    "n2, being deleted, is not checked",
-  );
-  assert.ok(
-    !lookups.includes(SIDECAR.key),
-    "the deleted n1's timer was cleared, not left to fire",
-  );
+  assert.deepEqual(f.calls, ["n3-pv-1", "n3-pv-2"], "n2, being deleted, is not checked");
+  assert.ok(!lookups.includes(SIDECAR.key), "the deleted n1's timer was cleared, not left to fire");
 });
 
 test("controller: a newer restart drops the older pass's heals still waiting in the queue at once", async (t) => {
@@ -530,24 +396,13 @@ test("controller: a newer restart drops the older pass's heals still waiting in 
   });
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, update } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: first },
-    async (m) => void patched.push(m),
-  );
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => (release(), c.close()));
   c.lead();
-  await waitFor(
-    "pv-1 in flight, pv-2 waiting for the sidecar's one slot",
-    () => f.calls.length === 1 && f.deps.queue.size === 1,
-  );
+  await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
   const restartedAt = "2026-12-03T00:00:00Z";
   update({ ...first, [DRIVER_RESTARTED_AT]: restartedAt });
-  assert.equal(
-    f.deps.queue.size,
-    0,
-    "the superseded pass's pv-2 no longer waits",
-  );
+  assert.equal(f.deps.queue.size, 0, "the superseded pass's pv-2 no longer waits");
   release();
   await waitFor("the newer marker recorded", () => patched.length === 1);
   assert.deepEqual(patched, [`pod-1+${restartedAt}`]);
@@ -560,26 +415,16 @@ test("controller: a driver that heals but cannot check has its first sight recor
   });
   const patched: string[] = [];
   const first = { [CREATED_BY_POD_UID]: "pod-1" };
-  const { c, update, lines, metrics } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: first },
-    async (m) => void patched.push(m),
-  );
+  const { c, update, lines, metrics } = controllerOf(f, { ...SIDECAR, annotations: first }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1, {
     timeoutMs: 5_000,
   });
   assert.deepEqual(f.calls, [], "nothing to check with");
+  assert.deepEqual(await abnormalSeries(metrics), [], "a node whose volumes were not checked is not said to have 0 abnormal");
   assert.deepEqual(
-    await abnormalSeries(metrics),
-    [],
-    "a node whose volumes were not checked is not said to have 0 abnormal",
-  );
-  assert.deepEqual(
-    lines
-      .filter((l) => l["message"] === "first sight not checked")
-      .map((l) => l["reason"]),
+    lines.filter((l) => l["message"] === "first sight not checked").map((l) => l["reason"]),
     ["driver drv does not offer VolumeHealer GET_VOLUME_HEALTH"],
   );
   update({
@@ -588,47 +433,29 @@ test("controller: a driver that heals but cannot check has its first sight recor
     [DRIVER_RESTARTED_AT]: "2026-12-03T00:00:00Z",
   });
   await waitFor("the restart's marker recorded", () => patched.length === 2);
-  assert.deepEqual(
-    f.outcomes.map((x) => [x.pv.name, x.trigger, x.mode, x.result]).sort(),
-    [
-      ["pv-1", "restart", "ALWAYS", "HEALED"],
-      ["pv-2", "restart", "ALWAYS", "HEALED"],
-    ],
-  );
+  assert.deepEqual(f.outcomes.map((x) => [x.pv.name, x.trigger, x.mode, x.result]).sort(), [
+    ["pv-1", "restart", "ALWAYS", "HEALED"],
+    ["pv-2", "restart", "ALWAYS", "HEALED"],
+  ]);
 
   const none = fake(() => HEALED, {
     caps: { healVolume: false, getVolumeHealth: true },
   });
   const untouched: string[] = [];
-  const alone = controllerOf(
-    none,
-    { ...SIDECAR, annotations: first },
-    async (m) => void untouched.push(m),
-  );
+  const alone = controllerOf(none, { ...SIDECAR, annotations: first }, async (m) => void untouched.push(m));
   t.after(() => alone.c.close());
   alone.c.lead();
-  await waitFor("the sidecar left alone", () =>
-    alone.lines.some((l) => l["message"] === "sidecar left alone"),
-  );
-  assert.deepEqual(
-    untouched,
-    [],
-    "no marker on an object whose driver has not opted in",
-  );
+  await waitFor("the sidecar left alone", () => alone.lines.some((l) => l["message"] === "sidecar left alone"));
+  assert.deepEqual(untouched, [], "no marker on an object whose driver has not opted in");
   assert.deepEqual(none.calls, []);
-  assert.deepEqual(
-    await abnormalSeries(alone.metrics),
-    [],
-    "nor one left alone",
-  );
+  assert.deepEqual(await abnormalSeries(alone.metrics), [], "nor one left alone");
 });
 
 test("controller: a restart pass whose volume keeps answering ABORTED completes after maxAttempts: VolumeHealFailed, marker recorded, periodic checks resume", async (t) => {
   const f = fake((pv) => (pv === "pv-1" ? status.ABORTED : HEALED));
   const events: string[][] = [];
   const recorder = {
-    volume: (pv: PvInfo, type: string, reason: string) =>
-      events.push([pv.name, type, reason]),
+    volume: (pv: PvInfo, type: string, reason: string) => events.push([pv.name, type, reason]),
   } as unknown as EventRecorder;
   f.deps.reporter = new Reporter(
     createLogger("error", "json"),
@@ -640,12 +467,7 @@ test("controller: a restart pass whose volume keeps answering ABORTED completes 
     ...HANDLED,
     [DRIVER_RESTARTED_AT]: "2026-12-03T00:00:00Z",
   };
-  const { c } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: restarted },
-    async (m) => void patched.push(m),
-    { checkIntervalMs: 100, random: () => 0.5 },
-  );
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: restarted }, async (m) => void patched.push(m), { checkIntervalMs: 100, random: () => 0.5 });
   t.after(() => c.close());
   c.lead();
   await waitFor("the restart's marker recorded", () => patched.length === 1, {
@@ -657,11 +479,7 @@ test("controller: a restart pass whose volume keeps answering ABORTED completes 
     events.filter(([pv]) => pv === "pv-1"),
     [["pv-1", "Warning", "VolumeHealFailed"]],
   );
-  await waitFor(
-    "a periodic check of the node",
-    () => f.calls.filter((x) => x === "pv-2").length >= 2,
-    { timeoutMs: 5_000 },
-  );
+  await waitFor("a periodic check of the node", () => f.calls.filter((x) => x === "pv-2").length >= 2, { timeoutMs: 5_000 });
 });
 
 test("controller: losing leadership cancels heals in flight; they are not reported; later changes start nothing", async (t) => {
@@ -669,11 +487,7 @@ test("controller: losing leadership cancels heals in flight; they are not report
   const { lines, logger } = captureLogger("info");
   f.deps.logger = logger;
   const patched: string[] = [];
-  const { c, update } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async (m) => void patched.push(m),
-  );
+  const { c, update } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("both heals in flight", () => f.calls.length === 2);
@@ -682,24 +496,15 @@ test("controller: losing leadership cancels heals in flight; they are not report
     f.signals.every((s) => s?.aborted),
     "each call cancelled at once, not left to its deadline",
   );
-  await waitFor(
-    "both calls ended",
-    () => lines.filter((l) => l["message"] === "heal cancelled").length === 2,
-    { timeoutMs: 5_000 },
-  );
+  await waitFor("both calls ended", () => lines.filter((l) => l["message"] === "heal cancelled").length === 2, { timeoutMs: 5_000 });
   assert.deepEqual(f.outcomes, []);
   assert.deepEqual(patched, []);
   // A standby acts on no change of the objects: the new leader does (two healing at once otherwise).
-  const restarts = () =>
-    lines.filter((l) => l["message"] === "restart heal").length;
+  const restarts = () => lines.filter((l) => l["message"] === "restart heal").length;
   const before = restarts();
   update({ [CREATED_BY_POD_UID]: "pod-2" });
   await new Promise((r) => setImmediate(r));
-  assert.equal(
-    restarts(),
-    before,
-    "no pass started by a replica that no longer leads",
-  );
+  assert.equal(restarts(), before, "no pass started by a replica that no longer leads");
   assert.equal(f.calls.length, 2);
 });
 
@@ -710,17 +515,10 @@ test("controller: at shutdown nothing new is sent; calls in flight get the grace
     hold: () => held,
     queue: new WorkQueue({ perNode: 1, global: 1 }),
   });
-  const { c } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async () => {},
-  );
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
   t.after(() => (release(), c.close()));
   c.lead();
-  await waitFor(
-    "pv-1 in flight, pv-2 waiting for the sidecar's one slot",
-    () => f.calls.length === 1 && f.deps.queue.size === 1,
-  );
+  await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
   const closed = c.close(60_000);
   release();
   await closed;
@@ -734,11 +532,7 @@ test("controller: at shutdown nothing new is sent; calls in flight get the grace
   const stuck = fake(() => HEALED, { hold: NEVER });
   const { lines, logger } = captureLogger("info");
   stuck.deps.logger = logger;
-  const s = controllerOf(
-    stuck,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async () => {},
-  );
+  const s = controllerOf(stuck, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
   t.after(() => s.c.close());
   s.c.lead();
   await waitFor("both heals in flight", () => stuck.calls.length === 2);
@@ -752,11 +546,7 @@ test("controller: at shutdown nothing new is sent; calls in flight get the grace
     stuck.signals.every((x) => x?.aborted),
     "cancelled when the grace is over",
   );
-  await waitFor(
-    "both calls ended",
-    () => lines.filter((l) => l["message"] === "heal cancelled").length === 2,
-    { timeoutMs: 5_000 },
-  );
+  await waitFor("both calls ended", () => lines.filter((l) => l["message"] === "heal cancelled").length === 2, { timeoutMs: 5_000 });
   assert.deepEqual(stuck.outcomes, []);
 });
 
@@ -770,15 +560,10 @@ test("controller: a marker write that fails is tried again after its backoff, an
     const state = { failing: true, waiters: [] as [number, () => void][] };
     const patch = async (m: string) => {
       writes.push(m);
-      for (const [n, resolve] of state.waiters)
-        if (writes.length >= n) resolve();
-      if (state.failing)
-        throw new KubeRequestError(500, "etcdserver: request timed out");
+      for (const [n, resolve] of state.waiters) if (writes.length >= n) resolve();
+      if (state.failing) throw new KubeRequestError(500, "etcdserver: request timed out");
     };
-    const written = (n: number) =>
-      new Promise<void>((r) =>
-        writes.length >= n ? r() : state.waiters.push([n, r]),
-      );
+    const written = (n: number) => new Promise<void>((r) => (writes.length >= n ? r() : state.waiters.push([n, r])));
     return { writes, state, patch, written };
   };
 
@@ -797,11 +582,7 @@ test("controller: a marker write that fails is tried again after its backoff, an
   a.state.failing = false;
   t.mock.timers.tick(30_000);
   await turn();
-  assert.equal(
-    a.writes.length,
-    1,
-    "a replica that no longer leads writes no marker",
-  );
+  assert.equal(a.writes.length, 1, "a replica that no longer leads writes no marker");
 
   const b = failing();
   const leader = controllerOf(
@@ -820,11 +601,7 @@ test("controller: a marker write that fails is tried again after its backoff, an
   assert.deepEqual(b.writes, ["pod-1+", "pod-1+2026-12-04T00:00:00Z"]);
   t.mock.timers.tick(30_000);
   await turn();
-  assert.deepEqual(
-    b.writes,
-    ["pod-1+", "pod-1+2026-12-04T00:00:00Z"],
-    "the older marker is not written over the newer one",
-  );
+  assert.deepEqual(b.writes, ["pod-1+", "pod-1+2026-12-04T00:00:00Z"], "the older marker is not written over the newer one");
 
   // A failed write is tried again after the backoff (from 250-500 ms on; the jitter here is 0), not at once.
   const w = failing();
@@ -850,9 +627,7 @@ test("controller: a marker write that fails is tried again after its backoff, an
     await w.written(n + 1);
   }
   // Each failure is logged as a warning with its reason and the wait before the next try.
-  const warned = again.lines.filter(
-    (l) => l["message"] === "could not record the handled restart; retrying",
-  );
+  const warned = again.lines.filter((l) => l["message"] === "could not record the handled restart; retrying");
   assert.deepEqual(
     warned.map((l) => [l["level"], l["sidecar"], l["retryInMs"]]),
     [
@@ -873,11 +648,7 @@ test("controller: at shutdown a call that answers within the grace with a transi
     hold: (pv) => (pv === "pv-1" ? held1 : held2),
   });
   f.deps.sleep = gate.sleep;
-  const { c, lines } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async () => {},
-  );
+  const { c, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async () => {});
   t.after(() => (release1(), release2(), c.close()));
   c.lead();
   await waitFor("both heals in flight", () => f.calls.length === 2);
@@ -920,32 +691,20 @@ test("controller: restart heals cut short on several nodes at once are each heal
     ...HANDLED,
     [DRIVER_RESTARTED_AT]: "2026-12-04T10:00:00.000Z",
   };
-  const { c, set, remove, lines } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: restarted },
-    async (m) => void patched.push(m),
-    { others: [other(2, restarted), other(3, restarted)] },
-  );
+  const { c, set, remove, lines } = controllerOf(f, { ...SIDECAR, annotations: restarted }, async (m) => void patched.push(m), {
+    others: [other(2, restarted), other(3, restarted)],
+  });
   t.after(() => (release(), c.close()));
   c.lead();
-  await waitFor(
-    "the three restart heals in flight",
-    () => f.calls.length === 6,
-  );
+  await waitFor("the three restart heals in flight", () => f.calls.length === 6);
   // The upstream controller deletes the three objects (it cannot reach the sidecars while their drivers restart).
   for (const key of [SIDECAR.key, "csi/n2", "csi/n3"]) remove(key);
   release();
   held = Promise.resolve();
   const { [HANDLED_RESTART]: _gone, ...recreated } = restarted;
-  for (const s of [SIDECAR, other(2), other(3)])
-    set("add", { ...s, annotations: recreated });
-  await waitFor(
-    "the three restarts' markers recorded",
-    () => patched.length === 3,
-  );
-  const passes = lines
-    .filter((l) => l["message"] === "restart heal")
-    .map((l) => [l["sidecar"], l["trigger"], l["mode"]]);
+  for (const s of [SIDECAR, other(2), other(3)]) set("add", { ...s, annotations: recreated });
+  await waitFor("the three restarts' markers recorded", () => patched.length === 3);
+  const passes = lines.filter((l) => l["message"] === "restart heal").map((l) => [l["sidecar"], l["trigger"], l["mode"]]);
   assert.deepEqual(passes.slice(3).sort(), [
     ["csi/n1", "restart", "ALWAYS"],
     ["csi/n2", "restart", "ALWAYS"],
@@ -956,25 +715,15 @@ test("controller: restart heals cut short on several nodes at once are each heal
 test("controller: a deleted CSIAddonsNode leaves nothing behind: no connection state (even when deleted while its pod's IP was read), no abnormal-volumes series", async (t) => {
   const f = fake(() => ABNORMAL);
   const patched: string[] = [];
-  const { c, remove, metrics } = controllerOf(
-    f,
-    { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-    async (m) => void patched.push(m),
-  );
+  const { c, remove, metrics } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
   t.after(() => c.close());
   c.lead();
   await waitFor("the first-sight marker recorded", () => patched.length === 1);
-  assert.deepEqual(await abnormalSeries(metrics), [
-    'csi_addons_healer_volumes_abnormal{driver="drv",node="n1"} 2',
-  ]);
+  assert.deepEqual(await abnormalSeries(metrics), ['csi_addons_healer_volumes_abnormal{driver="drv",node="n1"} 2']);
   assert.deepEqual(f.deps.pool.countByState(), { ...noStates, serving: 1 });
   remove();
   assert.deepEqual(f.deps.pool.countByState(), noStates);
-  assert.deepEqual(
-    await abnormalSeries(metrics),
-    [],
-    "an alert on this node's volumes can clear",
-  );
+  assert.deepEqual(await abnormalSeries(metrics), [], "an alert on this node's volumes can clear");
 
   // A pod:// endpoint whose pod read only ends when the pass's signal aborts.
   const g = fake(() => HEALED);
@@ -983,11 +732,7 @@ test("controller: a deleted CSIAddonsNode leaves nothing behind: no connection s
   const podIP = (_ns: string, _pod: string, signal: AbortSignal) => {
     podReads++;
     return new Promise<string | undefined>((_resolve, reject) =>
-      signal.addEventListener(
-        "abort",
-        () => ((podReadAborted = true), reject(new Error("aborted"))),
-        { once: true },
-      ),
+      signal.addEventListener("abort", () => ((podReadAborted = true), reject(new Error("aborted"))), { once: true }),
     );
   };
   g.deps.pool = new SidecarPool({ podIP }, {}, () => undefined);
@@ -1014,42 +759,23 @@ test("controller: a replica that stops leading (unlead(), or close() at shutdown
   for (const stop of ["unlead", "close"] as const) {
     const f = fake(() => ABNORMAL);
     const patched: string[] = [];
-    const { c, metrics, lines } = controllerOf(
-      f,
-      { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } },
-      async (m) => void patched.push(m),
-    );
+    const { c, metrics, lines } = controllerOf(f, { ...SIDECAR, annotations: { [CREATED_BY_POD_UID]: "pod-1" } }, async (m) => void patched.push(m));
     t.after(() => c.close());
     const exported = async () => (await metrics.registry.metrics()).split("\n");
     c.lead();
-    await waitFor(
-      "the first-sight marker recorded",
-      () => patched.length === 1,
-    );
+    await waitFor("the first-sight marker recorded", () => patched.length === 1);
     assert.equal((await abnormalSeries(metrics)).length, 1);
-    assert.ok(
-      (await exported()).includes("csi_addons_healer_leader 1"),
-      "leader 1 while leading",
-    );
+    assert.ok((await exported()).includes("csi_addons_healer_leader 1"), "leader 1 while leading");
     if (stop === "unlead") c.unlead();
     else await c.close();
     assert.deepEqual(f.deps.pool.countByState(), noStates, stop);
     assert.deepEqual(await abnormalSeries(metrics), [], stop);
-    assert.ok(
-      (await exported()).includes(
-        'csi_addons_healer_sidecar_connections{state="serving"} 0',
-      ),
-      stop,
-    );
+    assert.ok((await exported()).includes('csi_addons_healer_sidecar_connections{state="serving"} 0'), stop);
     assert.ok((await exported()).includes("csi_addons_healer_leader 0"), stop);
     if (stop === "close") {
       // An election callback that comes after the shutdown began.
       c.lead();
-      assert.equal(
-        lines.filter((l) => l["message"] === "restart heal").length,
-        1,
-        "nothing started after close()",
-      );
+      assert.equal(lines.filter((l) => l["message"] === "restart heal").length, 1, "nothing started after close()");
       assert.ok((await exported()).includes("csi_addons_healer_leader 0"));
     }
   }
@@ -1057,18 +783,26 @@ test("controller: a replica that stops leading (unlead(), or close() at shutdown
 
 test("controller: at lead, the first periodic checks of the nodes are spread over the interval, not all due within its jitter", async (t) => {
   const f = fake(() => HEALED);
-  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 800, random: () => 0.5, others: [other(2), other(3), other(4)] });
+  const { c } = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, {
+    checkIntervalMs: 800,
+    random: () => 0.5,
+    others: [other(2), other(3), other(4)],
+  });
   t.after(() => c.close());
   const firstAt = new Map<string, number>();
   const t0 = Date.now();
   c.lead();
-  await waitFor("every node's first check", () => {
-    for (const pv of f.calls) {
-      const node = pv.includes("-pv-") ? pv.split("-pv-")[0]! : "n1";
-      if (!firstAt.has(node)) firstAt.set(node, Date.now() - t0);
-    }
-    return firstAt.size === 4;
-  }, { timeoutMs: 5_000, intervalMs: 5 });
+  await waitFor(
+    "every node's first check",
+    () => {
+      for (const pv of f.calls) {
+        const node = pv.includes("-pv-") ? pv.split("-pv-")[0]! : "n1";
+        if (!firstAt.has(node)) firstAt.set(node, Date.now() - t0);
+      }
+      return firstAt.size === 4;
+    },
+    { timeoutMs: 5_000, intervalMs: 5 },
+  );
   const times = [...firstAt.values()].sort((a, b) => a - b);
   // Due at 100, 300, 500 and 700 ms (the i-th of 4 at (i + 0.5) / 4 of 800 ms); jittered alone, all at 720-880 ms.
   assert.ok(times[3]! - times[0]! >= 400, `first checks at ${times.join(", ")} ms`);

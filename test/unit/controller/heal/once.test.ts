@@ -4,13 +4,7 @@ import assert from "node:assert/strict";
 import { healOnce } from "../../../../controller/heal/once.js";
 import type { PvInfo, SidecarInfo } from "../../../../controller/plan/types.js";
 import { type ClusterView } from "../../../../controller/kube/api.js";
-import {
-  SIDECAR,
-  PVS,
-  fake,
-  NEVER,
-  HEALED,
-} from "../../../support/heal-fakes.js";
+import { SIDECAR, PVS, fake, NEVER, HEALED } from "../../../support/heal-fakes.js";
 
 // ---- the heal subcommand -----------------------------------------------------------------------
 
@@ -42,13 +36,7 @@ const resultRows = (out: string) =>
 test("heal subcommand: a CSIAddonsNode being deleted is left alone; with no other on the node, exit 1 with the reason", async () => {
   const f = fake(() => HEALED);
   const t = terminal();
-  const code = await healOnce(
-    viewOf([{ ...SIDECAR, deleting: true }]),
-    f.deps,
-    { node: "n1", pv: undefined, mode: "always" },
-    t.term,
-    5_000,
-  );
+  const code = await healOnce(viewOf([{ ...SIDECAR, deleting: true }]), f.deps, { node: "n1", pv: undefined, mode: "always" }, t.term, 5_000);
   assert.equal(code, 1);
   assert.equal(t.out(), "no CSIAddonsNode for node n1\n");
   assert.deepEqual(f.calls, []);
@@ -57,28 +45,10 @@ test("heal subcommand: a CSIAddonsNode being deleted is left alone; with no othe
 test("heal subcommand: a node without volumes is nothing to do (exit 0); a --pv not on it is an error (exit 1)", async () => {
   const f = fake(() => HEALED);
   const t = terminal();
-  assert.equal(
-    await healOnce(
-      viewOf([SIDECAR], []),
-      f.deps,
-      { node: "n1", pv: undefined, mode: "if-abnormal" },
-      t.term,
-      5_000,
-    ),
-    0,
-  );
+  assert.equal(await healOnce(viewOf([SIDECAR], []), f.deps, { node: "n1", pv: undefined, mode: "if-abnormal" }, t.term, 5_000), 0);
   assert.equal(t.out(), "no volumes on node n1\n");
   const u = terminal();
-  assert.equal(
-    await healOnce(
-      viewOf([SIDECAR], []),
-      f.deps,
-      { node: "n1", pv: "pv-9", mode: "if-abnormal" },
-      u.term,
-      5_000,
-    ),
-    1,
-  );
+  assert.equal(await healOnce(viewOf([SIDECAR], []), f.deps, { node: "n1", pv: "pv-9", mode: "if-abnormal" }, u.term, 5_000), 1);
   assert.equal(u.out(), "PersistentVolume pv-9 is not on node n1\n");
   assert.deepEqual(f.calls, []);
 });
@@ -88,22 +58,13 @@ test("heal subcommand: a driver without HEAL_VOLUME: every volume SKIPPED, the r
     caps: { healVolume: false, getVolumeHealth: true },
   });
   const t = terminal();
-  const code = await healOnce(
-    viewOf([SIDECAR]),
-    f.deps,
-    { node: "n1", pv: undefined, mode: "always" },
-    t.term,
-    5_000,
-  );
+  const code = await healOnce(viewOf([SIDECAR]), f.deps, { node: "n1", pv: undefined, mode: "always" }, t.term, 5_000);
   assert.equal(code, 1);
   assert.deepEqual(resultRows(t.out()), [
     ["pv-1", "drv", "h-pv-1", "SKIPPED"],
     ["pv-2", "drv", "h-pv-2", "SKIPPED"],
   ]);
-  assert.match(
-    t.out(),
-    /^SKIPPED 2 \(mode ALWAYS, node n1\)\ncsi\/n1: skipped: driver drv does not offer VolumeHealer HEAL_VOLUME\n$/m,
-  );
+  assert.match(t.out(), /^SKIPPED 2 \(mode ALWAYS, node n1\)\ncsi\/n1: skipped: driver drv does not offer VolumeHealer HEAL_VOLUME\n$/m);
   assert.deepEqual(f.calls, []);
 });
 
@@ -112,22 +73,12 @@ test("heal subcommand: volumes not answered by the deadline are cancelled and li
     hold: (pv) => (pv === "pv-2" ? NEVER() : Promise.resolve()),
   });
   const t = terminal();
-  const code = await healOnce(
-    viewOf([SIDECAR]),
-    f.deps,
-    { node: "n1", pv: undefined, mode: "always" },
-    t.term,
-    200,
-  );
+  const code = await healOnce(viewOf([SIDECAR]), f.deps, { node: "n1", pv: undefined, mode: "always" }, t.term, 200);
   assert.equal(code, 1);
   assert.deepEqual(resultRows(t.out()), [
     ["pv-1", "drv", "h-pv-1", "HEALED"],
     ["pv-2", "drv", "h-pv-2", "NO_ANSWER"],
   ]);
   assert.deepEqual(t.progress, ["[1/2] pv-1: HEALED"]);
-  assert.equal(
-    f.signals[f.calls.indexOf("pv-2")]?.aborted,
-    true,
-    "the call in flight is cancelled",
-  );
+  assert.equal(f.signals[f.calls.indexOf("pv-2")]?.aborted, true, "the call in flight is cancelled");
 });

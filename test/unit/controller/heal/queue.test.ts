@@ -4,13 +4,7 @@ import assert from "node:assert/strict";
 import { WorkQueue, type WorkItem } from "../../../../controller/heal/queue.js";
 import { waitFor } from "../../../support/wait.js";
 
-function deferredItem(
-  nodeKey: string,
-  priority: number,
-  generation: number,
-  log: string[],
-  name: string,
-) {
+function deferredItem(nodeKey: string, priority: number, generation: number, log: string[], name: string) {
   let release!: () => void;
   const done = new Promise<void>((r) => (release = r));
   const item: WorkItem = {
@@ -38,9 +32,7 @@ class ScannedQueue {
     this.pump();
   }
   supersede(nodeKey: string, generation: number): number {
-    const drop = this.queued.filter(
-      (i) => i.nodeKey === nodeKey && i.generation < generation,
-    );
+    const drop = this.queued.filter((i) => i.nodeKey === nodeKey && i.generation < generation);
     for (const i of drop) this.queued.splice(this.queued.indexOf(i), 1);
     for (const i of drop) i.dropped();
     return drop.length;
@@ -53,25 +45,16 @@ class ScannedQueue {
   private pump(): void {
     while (this.running < this.bounds.global) {
       const idx = this.queued.reduce<number>((best, item, i) => {
-        if ((this.runningByNode.get(item.nodeKey) ?? 0) >= this.bounds.perNode)
-          return best;
-        return best < 0 || item.priority < this.queued[best]!.priority
-          ? i
-          : best;
+        if ((this.runningByNode.get(item.nodeKey) ?? 0) >= this.bounds.perNode) return best;
+        return best < 0 || item.priority < this.queued[best]!.priority ? i : best;
       }, -1);
       if (idx < 0) return;
       const [item] = this.queued.splice(idx, 1);
       this.running++;
-      this.runningByNode.set(
-        item!.nodeKey,
-        (this.runningByNode.get(item!.nodeKey) ?? 0) + 1,
-      );
+      this.runningByNode.set(item!.nodeKey, (this.runningByNode.get(item!.nodeKey) ?? 0) + 1);
       const finish = () => {
         this.running--;
-        this.runningByNode.set(
-          item!.nodeKey,
-          this.runningByNode.get(item!.nodeKey)! - 1,
-        );
+        this.runningByNode.set(item!.nodeKey, this.runningByNode.get(item!.nodeKey)! - 1);
         this.pump();
       };
       item!.run().then(finish, finish);
@@ -82,24 +65,13 @@ class ScannedQueue {
 test("queue: at most perNode calls to one sidecar and global in the cluster", async () => {
   const q = new WorkQueue({ perNode: 2, global: 3 });
   const log: string[] = [];
-  const items = [..."abcde"].flatMap((n) => [
-    deferredItem("A", 1, 1, log, `A${n}`),
-    deferredItem("B", 1, 1, log, `B${n}`),
-  ]);
+  const items = [..."abcde"].flatMap((n) => [deferredItem("A", 1, 1, log, `A${n}`), deferredItem("B", 1, 1, log, `B${n}`)]);
   for (const i of items) q.add(i.item);
-  assert.deepEqual(
-    log,
-    ["run Aa", "run Ba", "run Ab"],
-    "3 at once; A's third waits for a per-node slot",
-  );
+  assert.deepEqual(log, ["run Aa", "run Ba", "run Ab"], "3 at once; A's third waits for a per-node slot");
   assert.equal(q.active, 3);
   items[0]!.release(); // Aa done
   await waitFor("the next item", () => log.length === 4);
-  assert.equal(
-    log[3],
-    "run Bb",
-    "B still has a free per-node slot and is oldest",
-  );
+  assert.equal(log[3], "run Bb", "B still has a free per-node slot and is oldest");
 });
 
 test("queue: restart work (priority 0) before periodic work, oldest first", async () => {
@@ -107,11 +79,7 @@ test("queue: restart work (priority 0) before periodic work, oldest first", asyn
   const log: string[] = [];
   const first = deferredItem("A", 1, 1, log, "p1");
   q.add(first.item);
-  const rest = [
-    deferredItem("A", 1, 1, log, "p2"),
-    deferredItem("B", 0, 2, log, "r1"),
-    deferredItem("A", 0, 3, log, "r2"),
-  ];
+  const rest = [deferredItem("A", 1, 1, log, "p2"), deferredItem("B", 0, 2, log, "r1"), deferredItem("A", 0, 3, log, "r2")];
   for (const r of rest) q.add(r.item);
   first.release();
   await waitFor("r1", () => log.includes("run r1"));
@@ -136,18 +104,11 @@ test("queue: a newer trigger drops that node's queued work of older generations 
   ).map(([node, gen, name]) => deferredItem(node, 1, gen, log, name));
   for (const d of queued) q.add(d.item);
   assert.equal(q.supersede("A", 2), 1);
-  assert.deepEqual(
-    log,
-    ["run A1-running", "drop A1"],
-    "the running call finishes; queued older work is dropped",
-  );
+  assert.deepEqual(log, ["run A1-running", "drop A1"], "the running call finishes; queued older work is dropped");
   assert.equal(q.size, 2);
   running.release();
   for (const d of queued) d.release();
-  await waitFor(
-    "the kept work ran",
-    () => log.includes("run B1") && log.includes("run A2"),
-  );
+  await waitFor("the kept work ran", () => log.includes("run B1") && log.includes("run A2"));
   await q.idle();
   assert.deepEqual(log, ["run A1-running", "drop A1", "run B1", "run A2"]);
 });
@@ -174,8 +135,7 @@ test("queue: when the dropped item was its node's next, the newer work left behi
 test("queue: a node with nothing running or waiting is forgotten (after its last item, a supersession, clear()), so that nodes gone from the cluster leave nothing behind", async () => {
   // White-box: the per-node entries are private, and what they cost is memory, not behaviour.
   const q = new WorkQueue({ perNode: 1, global: 1 });
-  const nodes = () =>
-    (q as unknown as { nodes: Map<string, unknown> }).nodes.size;
+  const nodes = () => (q as unknown as { nodes: Map<string, unknown> }).nodes.size;
   const log: string[] = [];
   const a = deferredItem("A", 1, 1, log, "A1");
   q.add(a.item);
@@ -225,10 +185,7 @@ test("queue: busy while work runs or waits; idle() resolves when the last item f
 test("queue: runs and drops in exactly the order of one list scanned oldest first (random work over many nodes)", async () => {
   let seed = 12345;
   // The high bits of a linear congruential generator (its low bits repeat with a short period).
-  const random = (n: number) => (
-    (seed = (seed * 1103515245 + 12345) % 2 ** 31),
-    Math.floor((seed / 2 ** 31) * n)
-  );
+  const random = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), Math.floor((seed / 2 ** 31) * n));
   for (const bounds of [
     { perNode: 2, global: 5 },
     { perNode: 3, global: 3 },
@@ -258,11 +215,7 @@ test("queue: runs and drops in exactly the order of one list scanned oldest firs
             nodeKey: node,
             priority,
             generation: gen,
-            run: () => (
-              logs[k].push(`run ${name}`),
-              release[k].set(name, done),
-              finished
-            ),
+            run: () => (logs[k].push(`run ${name}`), release[k].set(name, done), finished),
             dropped: () => logs[k].push(`drop ${name}`),
           });
         }
@@ -275,32 +228,16 @@ test("queue: runs and drops in exactly the order of one list scanned oldest firs
           release[k].delete(name);
         }
       } else if (random(25) === 0) {
-        assert.equal(
-          queues.heap.clear(),
-          queues.scanned.clear(),
-          `step ${step}: items cleared`,
-        );
+        assert.equal(queues.heap.clear(), queues.scanned.clear(), `step ${step}: items cleared`);
       } else {
         const gen = (generation.get(node) ?? 1) + 1;
         generation.set(node, gen);
-        assert.equal(
-          queues.heap.supersede(node, gen),
-          queues.scanned.supersede(node, gen),
-          `step ${step}: items dropped`,
-        );
+        assert.equal(queues.heap.supersede(node, gen), queues.scanned.supersede(node, gen), `step ${step}: items dropped`);
       }
       await new Promise((r) => setImmediate(r));
-      assert.deepEqual(
-        logs.heap,
-        logs.scanned,
-        `step ${step}, bounds ${JSON.stringify(bounds)}`,
-      );
+      assert.deepEqual(logs.heap, logs.scanned, `step ${step}, bounds ${JSON.stringify(bounds)}`);
     }
-    const count = (what: string) =>
-      logs.heap.filter((l) => l.startsWith(what)).length;
-    assert.ok(
-      count("run") > 500 && count("drop") > 50,
-      `the walk ran (${count("run")}) and dropped (${count("drop")}) enough to mean something`,
-    );
+    const count = (what: string) => logs.heap.filter((l) => l.startsWith(what)).length;
+    assert.ok(count("run") > 500 && count("drop") > 50, `the walk ran (${count("run")}) and dropped (${count("drop")}) enough to mean something`);
   }
 });

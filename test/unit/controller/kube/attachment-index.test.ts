@@ -5,7 +5,11 @@ import assert from "node:assert/strict";
 import { AttachmentIndex } from "../../../../controller/kube/attachment-index.js";
 
 const va = (pvName: string, nodeName: string, attached = true) => ({ attacher: "drv", nodeName, pvName, attached });
-const pvsOn = (idx: AttachmentIndex, node: string) => idx.onNode(node).map((a) => `${a.pvName}:${a.attached}`).sort();
+const pvsOn = (idx: AttachmentIndex, node: string) =>
+  idx
+    .onNode(node)
+    .map((a) => `${a.pvName}:${a.attached}`)
+    .sort();
 
 test("attachment index: an update replaces the entry, a delete removes it, and a name seen again on another node moves there", () => {
   const idx = new AttachmentIndex();

@@ -43,23 +43,33 @@ after(async () => {
 });
 
 const KEY = "csi/node-1-csi";
-const names = (s: SidecarInfo) => cache.volumesOf(s).map((p) => p.name).sort();
+const names = (s: SidecarInfo) =>
+  cache
+    .volumesOf(s)
+    .map((p) => p.name)
+    .sort();
 
 test("a CSIAddonsNode as the controller sees it", () => {
   const s = cache.sidecar(KEY);
-  assert.deepEqual({ ...s, uid: "" }, {
-    key: KEY,
-    namespace: "csi",
-    name: "node-1-csi",
-    uid: "",
-    driver: DRIVER,
-    endpoint: "pod://plugin-0.csi:9070",
-    nodeId: NODE,
-    annotations: { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1" },
-    deleting: false,
-  });
+  assert.deepEqual(
+    { ...s, uid: "" },
+    {
+      key: KEY,
+      namespace: "csi",
+      name: "node-1-csi",
+      uid: "",
+      driver: DRIVER,
+      endpoint: "pod://plugin-0.csi:9070",
+      nodeId: NODE,
+      annotations: { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1" },
+      deleting: false,
+    },
+  );
   assert.ok(s?.uid);
-  assert.deepEqual(cache.sidecars().map((x) => x.key), [KEY]);
+  assert.deepEqual(
+    cache.sidecars().map((x) => x.key),
+    [KEY],
+  );
   assert.equal(cache.sidecar("csi/none"), undefined);
 });
 
@@ -101,10 +111,16 @@ test("two PVs naming one handle in use: deleting one leaves the other found, whi
   await waitFor("the new PV seen", () => cache.pv("pv-shared-c") !== undefined);
   api.delete("v1", "PersistentVolume", undefined, "pv-shared-a");
   await waitFor("the deletion seen", () => cache.pv("pv-shared-a") === undefined);
-  assert.deepEqual(names(s).filter((x) => x.startsWith("pv-shared")), ["pv-shared-c"]);
+  assert.deepEqual(
+    names(s).filter((x) => x.startsWith("pv-shared")),
+    ["pv-shared-c"],
+  );
   api.delete("v1", "PersistentVolume", undefined, "pv-shared-c");
   await waitFor("the deletion seen", () => cache.pv("pv-shared-c") === undefined);
-  assert.deepEqual(names(s).filter((x) => x.startsWith("pv-shared")), []);
+  assert.deepEqual(
+    names(s).filter((x) => x.startsWith("pv-shared")),
+    [],
+  );
 });
 
 test("the volumes of claims its node's Pods mount: bound PVs of its driver, not attached ones, not deleted, following rebinding", async () => {
@@ -116,7 +132,11 @@ test("the volumes of claims its node's Pods mount: bound PVs of its driver, not 
   await api.create(volumeAttachment("pv-claim-2", "handle-c2", { attached: false }));
   await api.create(pv("pv-claim-3", { handle: "handle-c3", claim: "claim-3", driver: "other.csi.example.com" }));
   await api.create(pv("pv-shop", { handle: "handle-shop", claim: "shop/claim-1" }));
-  const of = (c: string[]) => cache.volumesOfClaims(s, c).map((p) => p.name).sort();
+  const of = (c: string[]) =>
+    cache
+      .volumesOfClaims(s, c)
+      .map((p) => p.name)
+      .sort();
   await waitFor("the PVs seen", () => cache.pv("pv-shop") !== undefined && cache.pv("pv-claim-3") !== undefined);
   await waitFor("the attachment seen", () => of(claims).length === 2);
   assert.deepEqual(of(claims), ["pv-claim-1", "pv-shop"]);
@@ -148,7 +168,9 @@ test("changes of a CSIAddonsNode are told to the controller as they come", async
   const stored = api.get(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi") as Record<string, any>;
   stored["metadata"].annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] = "2026-12-03T06:00:00Z";
   api.update(stored);
-  await waitFor("the update told", () => events.some(([type, s]) => type === "update" && s.annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] === "2026-12-03T06:00:00Z"));
+  await waitFor("the update told", () =>
+    events.some(([type, s]) => type === "update" && s.annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"] === "2026-12-03T06:00:00Z"),
+  );
   assert.equal(cache.sidecar(KEY)?.annotations["sidecar.csiaddons.openshift.io/driverRestartedAt"], "2026-12-03T06:00:00Z");
   api.delete(`${G}/${V}`, "CSIAddonsNode", "csi", "node-1-csi");
   await waitFor("the deletion told", () => events.some(([type]) => type === "delete"));
@@ -164,7 +186,13 @@ test("a PV that is not CSI (in-tree, hostPath, NFS) is no volume of any sidecar"
 test("start() resolves once the VolumeAttachments, PVs and Nodes are listed, however slowly, so the first CSIAddonsNode events see complete indexes", async (t) => {
   const slow = await startKubeApi({
     crdFiles: [upstreamCrdFile],
-    seed: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "csi" } }, node([]), pv("pv-attached"), volumeAttachment("pv-attached", "handle-pv-attached"), csiNode("node-1-csi", "csi", { name: DRIVER, nodeID: NODE, endpoint: "pod://plugin-0.csi:9070" })],
+    seed: [
+      { apiVersion: "v1", kind: "Namespace", metadata: { name: "csi" } },
+      node([]),
+      pv("pv-attached"),
+      volumeAttachment("pv-attached", "handle-pv-attached"),
+      csiNode("node-1-csi", "csi", { name: DRIVER, nodeID: NODE, endpoint: "pod://plugin-0.csi:9070" }),
+    ],
   });
   t.after(() => slow.stop());
   // The PVs and VolumeAttachments answer 300 ms late; the CSIAddonsNodes at once.
@@ -173,5 +201,8 @@ test("start() resolves once the VolumeAttachments, PVs and Nodes are listed, how
   const c = new ClusterCache(loadKubeConfig(slow.kubeconfigPath), undefined, createLogger("error", "json"));
   t.after(() => c.stop());
   await c.start();
-  assert.deepEqual(c.volumesOf(c.sidecar(KEY)!).map((p) => p.name), ["pv-attached"]);
+  assert.deepEqual(
+    c.volumesOf(c.sidecar(KEY)!).map((p) => p.name),
+    ["pv-attached"],
+  );
 });

@@ -73,5 +73,11 @@ test("a first list that fails is retried with backoff, and start() resolves once
   const resumed = lines.filter((l) => l["message"] === "watch ended with an error; resuming");
   // The status and the API server's message, not client-node's whole response (headers and all).
   const said = "HTTP 500: Internal error occurred: injected fault";
-  assert.deepEqual(resumed.map((l) => [l["error"], l["retryInMs"]]), [[said, 200], [said, 400]]);
+  assert.deepEqual(
+    resumed.map((l) => [l["error"], l["retryInMs"]]),
+    [
+      [said, 200],
+      [said, 400],
+    ],
+  );
 });

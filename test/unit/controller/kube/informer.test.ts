@@ -76,7 +76,13 @@ test("a re-watch whose token file is briefly missing is logged and retried with 
   // Dropped until it is: the watch counted at the API may not be serving yet.
   await poll("two failed re-watches, or an unhandled rejection", () => (api.faults.dropWatches(), failed().length >= 2 || unhandled.length > 0));
   assert.deepEqual(unhandled, [], "the failed re-watch rejected with nobody to handle it: it would end the controller");
-  assert.deepEqual(failed().slice(0, 2).map((l) => l["retryInMs"]), [200, 400], "retried with backoff");
+  assert.deepEqual(
+    failed()
+      .slice(0, 2)
+      .map((l) => l["retryInMs"]),
+    [200, 400],
+    "retried with backoff",
+  );
 
   writeFileSync(tokenFile, api.adminToken);
   await api.create(pv("pv-after-rotation"));
@@ -215,6 +221,13 @@ test("a watch refused with an error, or ended by the server, leaves no idle time
   t.after(() => api.faults.clear());
   api.faults.dropWatches();
   await waitFor("two refused watches, then three the server ended, and a fourth", () => api.counters.get("watch", PVS) >= watches + 6, { timeoutMs: 15_000 });
-  assert.deepEqual(resumes(lines).map((l) => [l["error"], l["retryInMs"]]), [["HTTP 500", 200], ["HTTP 500", 400]], "each refusal resumed with backoff, named by its status");
+  assert.deepEqual(
+    resumes(lines).map((l) => [l["error"], l["retryInMs"]]),
+    [
+      ["HTTP 500", 200],
+      ["HTTP 500", 400],
+    ],
+    "each refusal resumed with backoff, named by its status",
+  );
   assert.deepEqual(silent(lines), [], "no watch was silent: every one ended before its idle bound");
 });

@@ -16,7 +16,10 @@ import { waitFor } from "../../../support/wait.js";
 
 /** A PV as a provisioner, kubectl and the API server leave it: most of it is of no use to the controller. */
 function fullPv(name: string): V1PersistentVolume {
-  const o = pv(name, { handle: `handle-${name}`, attributes: { clusterID: "ceph-1", pool: "rbd", imageName: `csi-vol-${name}`, imageFeatures: "layering" } }) as unknown as V1PersistentVolume;
+  const o = pv(name, {
+    handle: `handle-${name}`,
+    attributes: { clusterID: "ceph-1", pool: "rbd", imageName: `csi-vol-${name}`, imageFeatures: "layering" },
+  }) as unknown as V1PersistentVolume;
   o.metadata = {
     ...o.metadata,
     uid: `uid-${name}`,
@@ -38,9 +41,16 @@ test("slim objects: what the controller derives from them is unchanged, and ever
   assert.deepEqual(toAttachment(slimAttachment(va)), toAttachment(va));
   const node: V1Node = {
     metadata: { name: "n1", resourceVersion: "9" },
-    status: { volumesInUse: ["kubernetes.io/csi/drv^h1"], images: [{ names: ["registry/app:1"], sizeBytes: 1 }], conditions: [{ type: "Ready", status: "True" }] },
+    status: {
+      volumesInUse: ["kubernetes.io/csi/drv^h1"],
+      images: [{ names: ["registry/app:1"], sizeBytes: 1 }],
+      conditions: [{ type: "Ready", status: "True" }],
+    },
   };
-  assert.deepEqual(slimNode(node), { metadata: { name: "n1", namespace: undefined, uid: undefined, resourceVersion: "9" }, status: { volumesInUse: ["kubernetes.io/csi/drv^h1"] } });
+  assert.deepEqual(slimNode(node), {
+    metadata: { name: "n1", namespace: undefined, uid: undefined, resourceVersion: "9" },
+    status: { volumesInUse: ["kubernetes.io/csi/drv^h1"] },
+  });
   const json = JSON.stringify(slimPv(p));
   for (const gone of ["managedFields", "annotations", "volumeAttributes", "capacity", "accessModes"]) assert.equal(json.includes(gone), false, gone);
 });
@@ -52,22 +62,45 @@ test("listInPages: asks page after page with the continue token, and transforms 
     const i = _continue === undefined ? 0 : Number(_continue);
     log.push(`page ${i} limit ${limit}`);
     const more = i + 1 < pages.length;
-    return { apiVersion: "v1", kind: "NodeList", metadata: { resourceVersion: "42", ...(more ? { _continue: String(i + 1) } : {}) }, items: pages[i]!.map((name) => ({ metadata: { name } })) };
+    return {
+      apiVersion: "v1",
+      kind: "NodeList",
+      metadata: { resourceVersion: "42", ...(more ? { _continue: String(i + 1) } : {}) },
+      items: pages[i]!.map((name) => ({ metadata: { name } })),
+    };
   };
-  const got = await listInPages(list, AbortSignal.timeout(5_000), (o) => (log.push(`transform ${o.metadata!.name}`), { metadata: { name: o.metadata!.name!.toUpperCase() } }), 2);
-  assert.deepEqual(got.items.map((o) => o.metadata!.name), ["A", "B", "C", "D", "E"]);
+  const got = await listInPages(
+    list,
+    AbortSignal.timeout(5_000),
+    (o) => (log.push(`transform ${o.metadata!.name}`), { metadata: { name: o.metadata!.name!.toUpperCase() } }),
+    2,
+  );
+  assert.deepEqual(
+    got.items.map((o) => o.metadata!.name),
+    ["A", "B", "C", "D", "E"],
+  );
   assert.equal(got.metadata?.resourceVersion, "42");
   assert.deepEqual(log, ["page 0 limit 2", "transform a", "transform b", "page 1 limit 2", "transform c", "transform d", "page 2 limit 2", "transform e"]);
 
   // Custom objects come as plain JSON: their token is metadata.continue.
   const plain = async ({ _continue }: { limit: number; _continue?: string }) =>
-    (_continue ? { metadata: { resourceVersion: "5" }, items: [{ metadata: { name: "y" } }] } : { metadata: { resourceVersion: "5", continue: "t" }, items: [{ metadata: { name: "x" } }] }) as unknown as KubernetesListObject<V1Node>;
-  assert.deepEqual((await listInPages(plain, AbortSignal.timeout(5_000))).items.map((o) => o.metadata!.name), ["x", "y"]);
+    (_continue
+      ? { metadata: { resourceVersion: "5" }, items: [{ metadata: { name: "y" } }] }
+      : { metadata: { resourceVersion: "5", continue: "t" }, items: [{ metadata: { name: "x" } }] }) as unknown as KubernetesListObject<V1Node>;
+  assert.deepEqual(
+    (await listInPages(plain, AbortSignal.timeout(5_000))).items.map((o) => o.metadata!.name),
+    ["x", "y"],
+  );
 });
 
 let api: KubeApi;
 before(async () => {
-  api = await startKubeApi({ seed: Array.from({ length: 1200 }, (_, i) => fullPv(`pv-${String(i).padStart(4, "0")}`)).map((o) => ({ ...o, metadata: { name: o.metadata!.name, annotations: o.metadata!.annotations } })) });
+  api = await startKubeApi({
+    seed: Array.from({ length: 1200 }, (_, i) => fullPv(`pv-${String(i).padStart(4, "0")}`)).map((o) => ({
+      ...o,
+      metadata: { name: o.metadata!.name, annotations: o.metadata!.annotations },
+    })),
+  });
 });
 after(async () => {
   await api?.stop();
@@ -85,7 +118,8 @@ test("an informer lists the API in pages and keeps, of listed and watched object
     await inf.start();
     assert.equal(inf.list().length, 1200);
     assert.equal(api.counters.get("list", "persistentvolumes"), Math.ceil(1200 / PAGE_SIZE), "one request per page of 500");
-    const isSlim = (o: V1PersistentVolume | undefined) => o !== undefined && o.metadata?.annotations === undefined && o.spec?.capacity === undefined && o.spec?.csi?.volumeAttributes === undefined;
+    const isSlim = (o: V1PersistentVolume | undefined) =>
+      o !== undefined && o.metadata?.annotations === undefined && o.spec?.capacity === undefined && o.spec?.csi?.volumeAttributes === undefined;
     assert.ok(inf.list().every(isSlim), "listed objects are cached slim");
     assert.ok(seen.length === 1200 && seen.every(isSlim), "and handed on slim");
     assert.equal(toPv(inf.get("pv-0007")!)?.handle, "handle-pv-0007");
@@ -97,7 +131,10 @@ test("an informer lists the API in pages and keeps, of listed and watched object
 
     // A modification is an event of its own (MODIFIED), and what it brings is as large as the object.
     const stored = api.get("v1", "PersistentVolume", undefined, "pv-new") as V1PersistentVolume;
-    const changed = api.update({ ...stored, metadata: { ...stored.metadata, annotations: { ...stored.metadata?.annotations, "example.com/note": "x".repeat(4096) } } }) as V1PersistentVolume;
+    const changed = api.update({
+      ...stored,
+      metadata: { ...stored.metadata, annotations: { ...stored.metadata?.annotations, "example.com/note": "x".repeat(4096) } },
+    }) as V1PersistentVolume;
     await waitFor("the modified PV", () => inf.get("pv-new")?.metadata?.resourceVersion === changed.metadata?.resourceVersion);
     assert.ok(isSlim(inf.get("pv-new")) && isSlim(seen.at(-1)), "a modified object is cached and handed on slim too");
   } finally {
@@ -115,7 +152,10 @@ test("an informer stopped while a list page hangs ends that request at once, as 
     const t0 = Date.now();
     inf.stop();
     await started;
-    assert.ok(Date.now() - t0 < 5_000, `the hanging page ended ${Date.now() - t0} ms after stop() (its request deadline is 15 s, the API would answer after 60 s)`);
+    assert.ok(
+      Date.now() - t0 < 5_000,
+      `the hanging page ended ${Date.now() - t0} ms after stop() (its request deadline is 15 s, the API would answer after 60 s)`,
+    );
   } finally {
     api.faults.clear();
     inf.stop();

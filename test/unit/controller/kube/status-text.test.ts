@@ -6,7 +6,14 @@ import assert from "node:assert/strict";
 import { httpStatusText } from "../../../../controller/kube/status-text.js";
 
 test("a refusal is its HTTP status, and the message of the Status the API server answered with", () => {
-  const forbidden = { kind: "Status", apiVersion: "v1", status: "Failure", reason: "Forbidden", code: 403, message: 'events is forbidden: User "x" cannot create resource "events"' };
+  const forbidden = {
+    kind: "Status",
+    apiVersion: "v1",
+    status: "Failure",
+    reason: "Forbidden",
+    code: 403,
+    message: 'events is forbidden: User "x" cannot create resource "events"',
+  };
   assert.equal(httpStatusText(403, JSON.stringify(forbidden)), 'HTTP 403: events is forbidden: User "x" cannot create resource "events"');
   assert.equal(httpStatusText(403, forbidden), 'HTTP 403: events is forbidden: User "x" cannot create resource "events"', "a body already parsed");
   // Bodies without a Status message: the status alone.
@@ -18,5 +25,6 @@ test("a refusal is its HTTP status, and the message of the Status the API server
     "",
     "null",
     undefined,
-  ]) assert.equal(httpStatusText(502, body), "HTTP 502", String(body));
+  ])
+    assert.equal(httpStatusText(502, body), "HTTP 502", String(body));
 });

@@ -50,7 +50,6 @@ function fakeKube() {
   };
 }
 
-
 /** The recorder's two metrics: drops counted, the backlog's depth as last set. */
 const metrics = () => {
   let dropped = 0;
@@ -79,7 +78,14 @@ test("events are written one at a time, in order, the PV's before its claim's; a
     ["default/PersistentVolume/pv-0", "apps/PersistentVolumeClaim/data-0", "default/PersistentVolume/pv-1", "default/PersistentVolume/pv-2"],
   );
   assert.equal(f.created.length, 30, "20 PVs and 10 claims");
-  assert.deepEqual(f.bumped, [{ name: "ev-1", count: 2 }, { name: "ev-2", count: 2 }], "the repeat of pv-0's and its claim's event bumped them");
+  assert.deepEqual(
+    f.bumped,
+    [
+      { name: "ev-1", count: 2 },
+      { name: "ev-2", count: 2 },
+    ],
+    "the repeat of pv-0's and its claim's event bumped them",
+  );
 });
 
 test("a full backlog drops new events (counted, one warning), never blocks the caller, and says when it accepts again", async () => {
@@ -97,7 +103,10 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
   assert.equal(lines.filter((l) => l["message"] === "event backlog full; dropping new events until it drains").length, 1, "one warning, not one per event");
   f.release();
   await rec.flush(5_000);
-  assert.deepEqual(f.created.map((c) => c.e.involved.name), ["pv-0", "pv-1", "pv-2", "pv-3"]);
+  assert.deepEqual(
+    f.created.map((c) => c.e.involved.name),
+    ["pv-0", "pv-1", "pv-2", "pv-3"],
+  );
   assert.equal(m.depth(), 0, "drained");
   rec.volume(pv(99), "Normal", "VolumeHealed", "volume healed");
   await rec.flush(5_000);
@@ -105,19 +114,42 @@ test("a full backlog drops new events (counted, one warning), never blocks the c
   const said = () => lines.map((l) => [l["message"], l["dropped"] ?? l["queued"]]);
   const FULL = "event backlog full; dropping new events until it drains";
   const AGAIN = "event backlog accepting again";
-  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6]], "the drop is summed up once it drains");
+  assert.deepEqual(
+    said(),
+    [
+      [FULL, 3],
+      [AGAIN, 6],
+    ],
+    "the drop is summed up once it drains",
+  );
   rec.volume(pv(100), "Normal", "VolumeHealed", "volume healed");
   await rec.flush(5_000);
-  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6]], "said once");
+  assert.deepEqual(
+    said(),
+    [
+      [FULL, 3],
+      [AGAIN, 6],
+    ],
+    "said once",
+  );
 
   // A single event dropped is warned about, and summed up, too.
   f.hold();
   for (let i = 0; i < 5; i++) rec.volume(pv(200 + i), "Warning", "VolumeHealFailed", "failed");
-  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6], [FULL, 3]]);
+  assert.deepEqual(said(), [
+    [FULL, 3],
+    [AGAIN, 6],
+    [FULL, 3],
+  ]);
   f.release();
   await rec.flush(5_000);
   rec.volume(pv(300), "Normal", "VolumeHealed", "volume healed");
-  assert.deepEqual(said(), [[FULL, 3], [AGAIN, 6], [FULL, 3], [AGAIN, 1]]);
+  assert.deepEqual(said(), [
+    [FULL, 3],
+    [AGAIN, 6],
+    [FULL, 3],
+    [AGAIN, 1],
+  ]);
   await rec.flush(5_000);
   assert.equal(m.droppedCount(), 7);
 });
@@ -238,7 +270,11 @@ test("a repeat whose Event is gone (expired by the API server: the bump fails) s
   await rec.flush(5_000);
   assert.deepEqual(created, ["pv-1", "pv-2", "pv-1", "pv-3", "pv-2"]);
   assert.deepEqual(bumped, ["ev-3"]);
-  assert.deepEqual(lines.filter((l) => l["level"] === "warn"), [], "a gone Event is not a failure to report");
+  assert.deepEqual(
+    lines.filter((l) => l["level"] === "warn"),
+    [],
+    "a gone Event is not a failure to report",
+  );
 });
 
 test("a repeat whose bump is refused (403) or fails (500) is that write's failure, logged: no new Event for every repeat", async () => {
@@ -265,5 +301,11 @@ test("a repeat whose bump is refused (403) or fails (500) is that write's failur
   await rec.flush(5_000);
   assert.deepEqual(created, ["pv-1"]);
   const failed = lines.filter((l) => l["message"] === "could not record event");
-  assert.deepEqual(failed.map((l) => [l["level"], l["error"]]), [["warn", "patch Event default/ev-1: HTTP 403"], ["warn", "patch Event default/ev-1: HTTP 500"]]);
+  assert.deepEqual(
+    failed.map((l) => [l["level"], l["error"]]),
+    [
+      ["warn", "patch Event default/ev-1: HTTP 403"],
+      ["warn", "patch Event default/ev-1: HTTP 500"],
+    ],
+  );
 });

@@ -9,7 +9,17 @@ import { createMetrics } from "../../../../controller/report/metrics.js";
 import type { Mode, PvInfo, SidecarInfo } from "../../../../controller/plan/types.js";
 import { captureLogger } from "../../../support/capture-logger.js";
 
-const SIDECAR: SidecarInfo = { key: "csi/n1", namespace: "csi", name: "n1", uid: "u", driver: "drv", endpoint: "127.0.0.1:1", nodeId: "node-1", annotations: {}, deleting: false };
+const SIDECAR: SidecarInfo = {
+  key: "csi/n1",
+  namespace: "csi",
+  name: "n1",
+  uid: "u",
+  driver: "drv",
+  endpoint: "127.0.0.1:1",
+  nodeId: "node-1",
+  annotations: {},
+  deleting: false,
+};
 const PV: PvInfo = { name: "pv-1", uid: "uid-1", driver: "drv", handle: "vol-1", deleting: false, claim: undefined };
 
 function reporter() {
@@ -20,7 +30,9 @@ function reporter() {
   const r = new Reporter(logger, metrics, recorder as unknown as EventRecorder);
   const heals = async () => (await metrics.heals.get()).values.map((v) => ({ ...v.labels, n: v.value }));
   const durations = async () =>
-    (await metrics.healSeconds.get()).values.filter((v) => v.metricName === "csi_addons_healer_heal_duration_seconds_count").map((v) => ({ ...v.labels, n: v.value }));
+    (await metrics.healSeconds.get()).values
+      .filter((v) => v.metricName === "csi_addons_healer_heal_duration_seconds_count")
+      .map((v) => ({ ...v.labels, n: v.value }));
   return { r, events, lines, heals, durations };
 }
 
@@ -57,7 +69,11 @@ const CASES: [string, HealOutcome, [string, string, string][]][] = [
       ["Warning", "VolumeNotHealable", "by drv on node node-1: image is gone"],
     ],
   ],
-  ["a restart heal the driver cannot do, without a reason", outcome("ALWAYS", "NOT_HEALABLE"), [["Warning", "VolumeNotHealable", "by drv on node node-1: the driver cannot heal this volume"]]],
+  [
+    "a restart heal the driver cannot do, without a reason",
+    outcome("ALWAYS", "NOT_HEALABLE"),
+    [["Warning", "VolumeNotHealable", "by drv on node node-1: the driver cannot heal this volume"]],
+  ],
   [
     "a heal that left the volume still ABNORMAL",
     outcome("ALWAYS", "HEALED", { health: "ABNORMAL" }),
@@ -66,15 +82,26 @@ const CASES: [string, HealOutcome, [string, string, string][]][] = [
       ["Normal", "VolumeHealed", "volume healed by drv on node node-1"],
     ],
   ],
-  ["a call that failed for good", outcome("ALWAYS", "FAILED_PRECONDITION", { health: undefined, message: "not on this node" }), [["Warning", "VolumeHealFailed", "by drv on node node-1: FAILED_PRECONDITION: not on this node"]]],
-  ["a failure without a message", outcome("IF_ABNORMAL", "UNAVAILABLE", { health: undefined }), [["Warning", "VolumeHealFailed", "by drv on node node-1: UNAVAILABLE"]]],
+  [
+    "a call that failed for good",
+    outcome("ALWAYS", "FAILED_PRECONDITION", { health: undefined, message: "not on this node" }),
+    [["Warning", "VolumeHealFailed", "by drv on node node-1: FAILED_PRECONDITION: not on this node"]],
+  ],
+  [
+    "a failure without a message",
+    outcome("IF_ABNORMAL", "UNAVAILABLE", { health: undefined }),
+    [["Warning", "VolumeHealFailed", "by drv on node node-1: UNAVAILABLE"]],
+  ],
 ];
 
 for (const [what, o, want] of CASES) {
   test(`Events for ${what}: ${want.map((e) => e[1]).join(", ") || "none"}; counted once by its final answer`, async () => {
     const { r, events, heals } = reporter();
     r.outcome(o);
-    assert.deepEqual(events, want.map(([type, reason, message]) => [PV.name, type, reason, message]));
+    assert.deepEqual(
+      events,
+      want.map(([type, reason, message]) => [PV.name, type, reason, message]),
+    );
     assert.deepEqual(await heals(), [{ driver: "drv", trigger: o.trigger, result: o.result, n: 1 }]);
   });
 }
@@ -84,8 +111,36 @@ test("every attempt is one JSON line with the volume, the sidecar and the answer
   r.outcome(outcome("ALWAYS", "HEALED"));
   r.outcome(outcome("ALWAYS", "UNAVAILABLE", { attempt: 2, health: undefined, message: "connection refused", durationMs: 20 }));
   assert.deepEqual(lines, [
-    { level: "info", message: "heal", node: "node-1", driver: "drv", sidecar: "csi/n1", pv: "pv-1", volume_id: "vol-1", trigger: "restart", mode: "ALWAYS", result: "HEALED", health: "HEALTHY", attempt: 1, duration: 1.5 },
-    { level: "info", message: "heal", node: "node-1", driver: "drv", sidecar: "csi/n1", pv: "pv-1", volume_id: "vol-1", trigger: "restart", mode: "ALWAYS", result: "UNAVAILABLE", attempt: 2, duration: 0.02, detail: "connection refused" },
+    {
+      level: "info",
+      message: "heal",
+      node: "node-1",
+      driver: "drv",
+      sidecar: "csi/n1",
+      pv: "pv-1",
+      volume_id: "vol-1",
+      trigger: "restart",
+      mode: "ALWAYS",
+      result: "HEALED",
+      health: "HEALTHY",
+      attempt: 1,
+      duration: 1.5,
+    },
+    {
+      level: "info",
+      message: "heal",
+      node: "node-1",
+      driver: "drv",
+      sidecar: "csi/n1",
+      pv: "pv-1",
+      volume_id: "vol-1",
+      trigger: "restart",
+      mode: "ALWAYS",
+      result: "UNAVAILABLE",
+      attempt: 2,
+      duration: 0.02,
+      detail: "connection refused",
+    },
   ]);
 });
 

@@ -82,7 +82,12 @@ async function serve(t: TestContext, fake: FakeSidecar, credentials = grpc.Serve
 }
 
 const plaintext = {};
-const healed = (): HealVolumeResponse => ({ result: Result.HEALED, health: { state: State.HEALTHY, reason: "", message: "" }, message: "re-staged", volumeId: "vol-1" });
+const healed = (): HealVolumeResponse => ({
+  result: Result.HEALED,
+  health: { state: State.HEALTHY, reason: "", message: "" },
+  message: "re-staged",
+  volumeId: "vol-1",
+});
 
 function connect(t: TestContext, address: string, token: () => string | undefined = () => "tok-1"): SidecarConnection {
   const conn = new SidecarConnection(address, plaintext, token);
@@ -149,14 +154,25 @@ test("answers: the driver's result and the health after it; an unknown value is 
 
 test("a refused call is a CallError with the sidecar's code and details; a token that cannot be read is UNAUTHENTICATED and nothing is sent", async (t) => {
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: healed };
-  fake.heal = () => Object.assign(new Error("refused"), { code: grpc.status.FAILED_PRECONDITION, details: "volume not on this node", metadata: new grpc.Metadata() });
+  fake.heal = () =>
+    Object.assign(new Error("refused"), { code: grpc.status.FAILED_PRECONDITION, details: "volume not on this node", metadata: new grpc.Metadata() });
   const conn = connect(t, await serve(t, fake));
-  await assert.rejects(conn.heal("pv-1", "ALWAYS", 5_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.FAILED_PRECONDITION && err.details === "volume not on this node" && err.message === "FAILED_PRECONDITION: volume not on this node");
+  await assert.rejects(
+    conn.heal("pv-1", "ALWAYS", 5_000),
+    (err: unknown) =>
+      err instanceof CallError &&
+      err.code === grpc.status.FAILED_PRECONDITION &&
+      err.details === "volume not on this node" &&
+      err.message === "FAILED_PRECONDITION: volume not on this node",
+  );
   const sent = fake.seen.length;
   const broken = connect(t, conn.address, () => {
     throw new Error("cannot read --token-file /var/run/secrets/tokens/healer: ENOENT");
   });
-  await assert.rejects(broken.heal("pv-1", "ALWAYS", 5_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAUTHENTICATED && /token-file/.test(err.details));
+  await assert.rejects(
+    broken.heal("pv-1", "ALWAYS", 5_000),
+    (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAUTHENTICATED && /token-file/.test(err.details),
+  );
   assert.equal(fake.seen.length, sent);
   assert.deepEqual(await broken.health(2_000), { state: "serving" }, "the health check needs no token");
 });
@@ -208,7 +224,10 @@ test("one connection for every call; a sidecar restarted on its address is diall
   await assert.rejects(conn.heal("pv-3", "ALWAYS", 2_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAVAILABLE);
   await serve(t, fake, undefined, address);
   assert.deepEqual(await conn.heal("pv-4", "ALWAYS", 5_000), { result: "HEALED", health: "HEALTHY", message: "re-staged" });
-  assert.deepEqual(fake.seen.filter((s) => s.method === "HealVolume").map((s) => (s.request as HealVolumeRequest).pvName), ["pv-1", "pv-2", "pv-4"]);
+  assert.deepEqual(
+    fake.seen.filter((s) => s.method === "HealVolume").map((s) => (s.request as HealVolumeRequest).pvName),
+    ["pv-1", "pv-2", "pv-4"],
+  );
 
   // A listener that never answers the TLS or HTTP/2 handshake: the call ends at its deadline, not the connect timeout.
   const { createServer } = await import("node:net");
@@ -234,7 +253,11 @@ test("a health check left unanswered drops the connection: the next call goes ou
       const answer = () => {
         stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
         stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
-        const body = Buffer.from(headers[":path"] === "/grpc.health.v1.Health/Check" ? HealthCheckResponse.encode({ status: Serving.SERVING }).finish() : HealVolumeResponse.encode(healed()).finish());
+        const body = Buffer.from(
+          headers[":path"] === "/grpc.health.v1.Health/Check"
+            ? HealthCheckResponse.encode({ status: Serving.SERVING }).finish()
+            : HealVolumeResponse.encode(healed()).finish(),
+        );
         const head = Buffer.alloc(5);
         head.writeUInt32BE(body.length, 1);
         stream.end(Buffer.concat([head, body]));

@@ -21,7 +21,16 @@ test("endpoint: pod://<pod>.<namespace>:<port> names a pod; host:port and [ipv6]
 });
 
 test("endpoint: anything else is refused, naming what was published", () => {
-  for (const bad of ["pod://plugin:9070", "pod://Plugin.ns:9070", "pod://plugin-.ns:9070", "pod://plugin.ns", "pod://plugin.ns:123456", "10.0.0.7", "unix:///csi/csi-addons.sock", ""]) {
+  for (const bad of [
+    "pod://plugin:9070",
+    "pod://Plugin.ns:9070",
+    "pod://plugin-.ns:9070",
+    "pod://plugin.ns",
+    "pod://plugin.ns:123456",
+    "10.0.0.7",
+    "unix:///csi/csi-addons.sock",
+    "",
+  ]) {
     assert.throws(
       () => parseEndpoint(bad),
       (err: unknown) => err instanceof EndpointError && err.message.includes(JSON.stringify(bad)) && /pod:\/\/<pod>\.<namespace>:<port>/.test(err.message),
@@ -30,7 +39,17 @@ test("endpoint: anything else is refused, naming what was published", () => {
   }
 });
 
-const sidecar = (endpoint: string, key = "csi/n1"): SidecarInfo => ({ key, namespace: "csi", name: key.split("/")[1]!, uid: "u", driver: "drv", endpoint, nodeId: "n1", annotations: {}, deleting: false });
+const sidecar = (endpoint: string, key = "csi/n1"): SidecarInfo => ({
+  key,
+  namespace: "csi",
+  name: key.split("/")[1]!,
+  uid: "u",
+  driver: "drv",
+  endpoint,
+  nodeId: "n1",
+  annotations: {},
+  deleting: false,
+});
 
 function pool() {
   const ips = new Map<string, string>();

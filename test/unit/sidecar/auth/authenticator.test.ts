@@ -14,7 +14,15 @@ import { captureLogger } from "../../../support/capture-logger.js";
 function call(token = "caller-token"): CallContext {
   const metadata = new Metadata();
   metadata.set("authorization", `Bearer ${token}`);
-  return { method: "/sidecar.v1.VolumeHealer/HealVolume", metadata, peer: "ipv4:10.0.0.9:5000", deadline: Infinity, signal: new AbortController().signal, fields: {}, logger: captureLogger().logger };
+  return {
+    method: "/sidecar.v1.VolumeHealer/HealVolume",
+    metadata,
+    peer: "ipv4:10.0.0.9:5000",
+    deadline: Infinity,
+    signal: new AbortController().signal,
+    fields: {},
+    logger: captureLogger().logger,
+  };
 }
 
 test("auth: an API that cannot answer → UNAVAILABLE naming what it said; not cached, the next call asks again", async () => {
@@ -27,17 +35,32 @@ test("auth: an API that cannot answer → UNAVAILABLE naming what it said; not c
     },
     reviewAccess: async () => true,
   } as unknown as KubeApi;
-  const auth = authMiddleware({ kube, audiences: ["csi-addons"], namespace: "csi", rule: { verb: "create", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" }, cacheTtlMs: 60_000 });
+  const auth = authMiddleware({
+    kube,
+    audiences: ["csi-addons"],
+    namespace: "csi",
+    rule: { verb: "create", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" },
+    cacheTtlMs: 60_000,
+  });
   const next = async () => "served";
   const refusal = async (f: unknown) => {
     failure = f;
-    const err = await auth({}, call(), next).then(() => undefined, (e: unknown) => e);
+    const err = await auth({}, call(), next).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof DomainError, String(err));
     assert.equal(err.kind, "Unavailable");
     return err.message;
   };
-  assert.equal(await refusal(new KubeError(503, "ServiceUnavailable", "etcd is down")), "cannot verify the caller right now (Kubernetes API: 503 ServiceUnavailable); retry");
-  assert.equal(await refusal(new KubeError(0, "Unavailable", "Kubernetes API unreachable: ECONNREFUSED")), "cannot verify the caller right now (Kubernetes API: unreachable Unavailable); retry");
+  assert.equal(
+    await refusal(new KubeError(503, "ServiceUnavailable", "etcd is down")),
+    "cannot verify the caller right now (Kubernetes API: 503 ServiceUnavailable); retry",
+  );
+  assert.equal(
+    await refusal(new KubeError(0, "Unavailable", "Kubernetes API unreachable: ECONNREFUSED")),
+    "cannot verify the caller right now (Kubernetes API: unreachable Unavailable); retry",
+  );
   assert.equal(await refusal(new Error("socket hang up")), "cannot verify the caller right now (Kubernetes API: error); retry");
   assert.equal(reviews, 3, "each failed call asked the API: a failure is not cached");
 });
@@ -48,7 +71,13 @@ test("auth: decisions are kept per token for many callers at once: callers takin
     reviewToken: async (token: string) => (reviewed.push(token), { username: `system:serviceaccount:csi:${token}` }),
     reviewAccess: async () => true,
   } as unknown as KubeApi;
-  const auth = authMiddleware({ kube, audiences: ["csi-addons"], namespace: "csi", rule: { verb: "create", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" }, cacheTtlMs: 60_000 });
+  const auth = authMiddleware({
+    kube,
+    audiences: ["csi-addons"],
+    namespace: "csi",
+    rule: { verb: "create", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" },
+    cacheTtlMs: 60_000,
+  });
   const callers = ["controller-a", "controller-b", "upstream"];
   for (let round = 0; round < 3; round++) {
     for (const token of callers) assert.equal(await auth({}, call(token), async () => "served"), "served");

@@ -41,7 +41,10 @@ test("AUTH-POLICY defaults: this node's audience and the API server's; a dedicat
   assert.deepEqual(c.authAudiences, ["csi-addons-healer/n1", "@api-server"]);
   assert.equal(c.authSinglePermission, false);
   assert.equal(cfg([...base, "--auth-weaker-single-permission"]).authSinglePermission, true);
-  assert.deepEqual(cfg(["--node-id=n2", "--pod=p", "--namespace=ns", "--auth-audience=@node,csi-addons-healer"]).authAudiences, ["csi-addons-healer/n2", "csi-addons-healer"]);
+  assert.deepEqual(cfg(["--node-id=n2", "--pod=p", "--namespace=ns", "--auth-audience=@node,csi-addons-healer"]).authAudiences, [
+    "csi-addons-healer/n2",
+    "csi-addons-healer",
+  ]);
   assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
   const d = cfg([...base, "--auth-audience= a , @api-server,a", "--auth-verb=heal", "--auth-resource=pods", "--auth-group="]);
   assert.deepEqual(d.authAudiences, ["a", "@api-server"]);
@@ -104,7 +107,10 @@ test("every flag's environment variable form", () => {
   assert.deepEqual([c.maxInflight, c.maxQueue, c.logLevel, c.logFormat, c.enableAuth], [3, 5, "debug", "text", true]);
   assert.deepEqual(c.authAudiences, ["e-aud"]);
   assert.deepEqual(c.authz, { verb: "e-verb", group: "e.group", resource: "e-res" });
-  assert.deepEqual([c.authCacheTtlMs, c.tlsCertFile, c.tlsKeyFile, c.shutdownGraceMs, c.secretCacheTtlMs, c.terminationLog], [4_000, "/e/tls.crt", "/e/tls.key", 6_000, 2_000, "/e/termination-log"]);
+  assert.deepEqual(
+    [c.authCacheTtlMs, c.tlsCertFile, c.tlsKeyFile, c.shutdownGraceMs, c.secretCacheTtlMs, c.terminationLog],
+    [4_000, "/e/tls.crt", "/e/tls.key", 6_000, 2_000, "/e/termination-log"],
+  );
 });
 
 test("Go flag syntax: --x=v, --x v, -x v, bare booleans; flags win over env", () => {
@@ -157,7 +163,20 @@ test("Go durations", () => {
 });
 
 test("upstream sidecar flags that mean nothing here: accepted, each named once in ignoredFlags; booleans take no value", () => {
-  const c = cfg([...base, "--logtostderr", "--node-id", "n9", "-alsologtostderr=false", "--vmodule=x=2", "--enable-volume-condition", "--enable-volume-condition=true", "--volume-condition-interval", "2m", "--zap-devel", "--stderrthreshold=2"]);
+  const c = cfg([
+    ...base,
+    "--logtostderr",
+    "--node-id",
+    "n9",
+    "-alsologtostderr=false",
+    "--vmodule=x=2",
+    "--enable-volume-condition",
+    "--enable-volume-condition=true",
+    "--volume-condition-interval",
+    "2m",
+    "--zap-devel",
+    "--stderrthreshold=2",
+  ]);
   assert.equal(c.nodeId, "n9", "a boolean flag does not swallow the next argument");
   assert.deepEqual(
     c.ignoredFlags.map((f) => f.flag),
@@ -184,8 +203,15 @@ test("upstream flags that mean something: -v, --zap-log-level, --zap-encoder, --
 test("upstream TLS flags: Go names mapped to node:tls options; TLS 1.3 suites always offered, as in Go", () => {
   assert.deepEqual(cfg(base).tls, { minVersion: "TLSv1.2" });
   assert.equal(cfg([...base, "--tls-min-version=VersionTLS13"]).tls.minVersion, "TLSv1.3");
-  const t = cfg([...base, "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256", "--tls-curve-preferences=CurveP384,X25519"]).tls;
-  assert.equal(t.ciphers, "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256");
+  const t = cfg([
+    ...base,
+    "--tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_AES_128_GCM_SHA256",
+    "--tls-curve-preferences=CurveP384,X25519",
+  ]).tls;
+  assert.equal(
+    t.ciphers,
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES128-GCM-SHA256:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+  );
   assert.equal(t.ecdhCurve, "P-384:X25519");
   rejects([...base, "--tls-min-version=VersionTLS11"], "tls-min-version");
   rejects([...base, "--tls-cipher-suites=TLS_RSA_WITH_RC4_128_SHA"], "tls-cipher-suites");
@@ -194,7 +220,13 @@ test("upstream TLS flags: Go names mapped to node:tls options; TLS 1.3 suites al
 
 test("upstream leader-election flags: durations as client-go checks them, the pod's namespace by default", () => {
   assert.deepEqual(cfg(base).leaderElection, { namespace: "ns", leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 5_000 });
-  const le = cfg([...base, "--leader-election-namespace=other", "--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"]).leaderElection;
+  const le = cfg([
+    ...base,
+    "--leader-election-namespace=other",
+    "--leader-election-lease-duration=4s",
+    "--leader-election-renew-deadline=3s",
+    "--leader-election-retry-period=500ms",
+  ]).leaderElection;
   assert.deepEqual(le, { namespace: "other", leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 });
   rejects([...base, "--leader-election-lease-duration=10s"], "leader-election-lease-duration");
   rejects([...base, "--leader-election-retry-period=9s"], "leader-election-renew-deadline");

@@ -11,7 +11,13 @@ import assert from "node:assert/strict";
 import diagnostics from "node:diagnostics_channel";
 import { join } from "node:path";
 import { Metadata, status as grpcStatus, type Server, type ServiceError } from "@grpc/grpc-js";
-import { Capability_Service_Type, Capability_VolumeHealer_Type, IdentityService, type Capability, type IdentityServer } from "../../../../proto/gen/identity/identity.js";
+import {
+  Capability_Service_Type,
+  Capability_VolumeHealer_Type,
+  IdentityService,
+  type Capability,
+  type IdentityServer,
+} from "../../../../proto/gen/identity/identity.js";
 import { DriverConnection, type DriverConnectionOptions, type DriverInfo, type ReadyEvent } from "../../../../sidecar/driver/connection.js";
 import { captureLogger } from "../../../support/capture-logger.js";
 import { serveFakeDriver } from "../../../support/cluster.js";
@@ -91,7 +97,11 @@ test("a driver that is not there yet is waited for without a log line per attemp
   await waitFor("a failed dial", () => conn.channelState === "failure");
   await serve(socket, identity("late.csi.example.com"));
   await waitFor("ready once the driver is up", () => ready.length === 1);
-  assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("still waiting for driver")), [], "the first reminder is 10 s away");
+  assert.deepEqual(
+    lines.filter((l) => String(l["message"]).startsWith("still waiting for driver")),
+    [],
+    "the first reminder is 10 s away",
+  );
 });
 
 test("a Probe that fails (not a timeout) fails the handshake: logged with its status, and tried again", async () => {
@@ -101,22 +111,36 @@ test("a Probe that fails (not a timeout) fails the handshake: logged with its st
   const failed = lines.filter((l) => l["message"] === "driver handshake failed; retrying");
   assert.equal(failed.length, 1);
   assert.match(String(failed[0]!["error"]), /INTERNAL: probe broke/);
-  assert.deepEqual(lines.filter((l) => String(l["message"]).startsWith("driver Probe timed out")), []);
+  assert.deepEqual(
+    lines.filter((l) => String(l["message"]).startsWith("driver Probe timed out")),
+    [],
+  );
 });
 
 test("a Probe that says not ready is asked again a second later; said at the first attempt, not at every one", async () => {
   const { lines, probes, probedAt } = await probed((attempt) => ({ ready: attempt > 2 }));
   assert.equal(probes, 3);
-  for (let i = 1; i < probedAt.length; i++) assert.ok(probedAt[i]! - probedAt[i - 1]! >= 950, `Probe ${i + 1} ${probedAt[i]! - probedAt[i - 1]!} ms after the one before`);
+  for (let i = 1; i < probedAt.length; i++)
+    assert.ok(probedAt[i]! - probedAt[i - 1]! >= 950, `Probe ${i + 1} ${probedAt[i]! - probedAt[i - 1]!} ms after the one before`);
   const notReady = lines.filter((l) => l["message"] === "driver not ready yet (Probe ready=false)");
-  assert.deepEqual(notReady.map((l) => l["attempt"]), [1]);
+  assert.deepEqual(
+    notReady.map((l) => l["attempt"]),
+    [1],
+  );
 });
 
 test("a driver not ready for a long time is said to be so at the first Probe and every tenth", async () => {
   const { lines, probes } = await probed((attempt) => ({ ready: attempt > 21 }), { retryMs: 10 });
   assert.equal(probes, 22);
   const notReady = lines.filter((l) => l["message"] === "driver not ready yet (Probe ready=false)");
-  assert.deepEqual(notReady.map((l) => [l["level"], l["attempt"]]), [["info", 1], ["info", 10], ["info", 20]]);
+  assert.deepEqual(
+    notReady.map((l) => [l["level"], l["attempt"]]),
+    [
+      ["info", 1],
+      ["info", 10],
+      ["info", 20],
+    ],
+  );
 });
 
 test("every driver call is told to `observe` (the metrics): its method, its status, answered or failed, and its seconds", async () => {
@@ -157,7 +181,10 @@ test("`ready` is false until the first handshake and from the moment the connect
   await waitFor("down", () => downs.length === 1);
   assert.deepEqual(downs, [{ reason: "connection lost", ready: false }]);
   const lost = lines.filter((l) => l["message"] === "driver connection lost; reconnecting");
-  assert.deepEqual(lost.map((l) => [l["level"], l["socket"]]), [["warn", socket]]);
+  assert.deepEqual(
+    lost.map((l) => [l["level"], l["socket"]]),
+    [["warn", socket]],
+  );
 
   conn.close();
   assert.equal(conn.channelState, "closed");
@@ -198,7 +225,10 @@ test("while no driver is there: reminded every waitLogIntervalMs at info with th
     assert.ok(r.length <= elapsed / 100 + 1, `${r.length} reminders in ${elapsed} ms`);
     for (const l of r) {
       assert.equal(l["level"], "info");
-      assert.ok(typeof l["waitedSeconds"] === "number" && l["waitedSeconds"] >= 0 && l["waitedSeconds"] <= Math.ceil(elapsed / 1000), `waitedSeconds ${l["waitedSeconds"]}`);
+      assert.ok(
+        typeof l["waitedSeconds"] === "number" && l["waitedSeconds"] >= 0 && l["waitedSeconds"] <= Math.ceil(elapsed / 1000),
+        `waitedSeconds ${l["waitedSeconds"]}`,
+      );
     }
   } finally {
     diagnostics.unsubscribe("net.client.socket", onSocket);
@@ -220,8 +250,14 @@ test("what the driver can do, read from its capabilities: node or controller ser
   const service = (type: Capability_Service_Type): Capability => ({ type: { $case: "service", service: { type } } });
   const healer = (type: Capability_VolumeHealer_Type): Capability => ({ type: { $case: "volumeHealer", volumeHealer: { type } } });
   const cases: [Capability[], Partial<DriverInfo>][] = [
-    [[service(Capability_Service_Type.NODE_SERVICE), healer(Capability_VolumeHealer_Type.GET_VOLUME_HEALTH)], { nodeService: true, controllerService: false, getVolumeHealth: true, healVolume: false }],
-    [[service(Capability_Service_Type.CONTROLLER_SERVICE), healer(Capability_VolumeHealer_Type.HEAL_VOLUME)], { nodeService: false, controllerService: true, getVolumeHealth: false, healVolume: true }],
+    [
+      [service(Capability_Service_Type.NODE_SERVICE), healer(Capability_VolumeHealer_Type.GET_VOLUME_HEALTH)],
+      { nodeService: true, controllerService: false, getVolumeHealth: true, healVolume: false },
+    ],
+    [
+      [service(Capability_Service_Type.CONTROLLER_SERVICE), healer(Capability_VolumeHealer_Type.HEAL_VOLUME)],
+      { nodeService: false, controllerService: true, getVolumeHealth: false, healVolume: true },
+    ],
   ];
   for (const [capabilities, expected] of cases) {
     const socket = join(tempDir(), "addons.sock");
@@ -244,5 +280,8 @@ test("a Probe that does not answer is given up after the call timeout (under 10 
   const { lines, ready } = connect(socket, { callTimeoutMs: 300 });
   await waitFor("ready after the second Probe", () => ready.length === 1, { timeoutMs: 5_000 });
   assert.equal(probes, 2);
-  assert.deepEqual(lines.filter((l) => l["message"] === "driver Probe timed out; retrying").map((l) => [l["level"], l["attempt"]]), [["info", 1]]);
+  assert.deepEqual(
+    lines.filter((l) => l["message"] === "driver Probe timed out; retrying").map((l) => [l["level"], l["attempt"]]),
+    [["info", 1]],
+  );
 });

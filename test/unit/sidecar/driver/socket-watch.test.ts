@@ -40,10 +40,14 @@ test("a directory that does not exist yet is watched once it does", async (t) =>
   w.start();
   mkdirSync(dir, { recursive: true });
   // Made until told: the watch may come after the first file.
-  await waitFor("told of the socket in the new directory", () => {
-    writeFileSync(join(dir, "csi-addons.sock"), "");
-    return told > 0;
-  }, { intervalMs: 50 });
+  await waitFor(
+    "told of the socket in the new directory",
+    () => {
+      writeFileSync(join(dir, "csi-addons.sock"), "");
+      return told > 0;
+    },
+    { intervalMs: 50 },
+  );
 });
 
 /** A watch the test drives: every call recorded with its time; `fail` makes the next calls throw. */

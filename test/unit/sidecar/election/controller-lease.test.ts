@@ -49,7 +49,10 @@ describe("leaseStore: a LeaseRecord as client-go's Lease", () => {
     });
     const read = await s.read(signal());
     assert.ok(read?.resourceVersion);
-    assert.deepEqual({ ...read, resourceVersion: "" }, { holder: "pod-a", durationMs: 2_000, renewTimeMs: at + 1, acquireTimeMs: at, transitions: 2, resourceVersion: "" });
+    assert.deepEqual(
+      { ...read, resourceVersion: "" },
+      { holder: "pod-a", durationMs: 2_000, renewTimeMs: at + 1, acquireTimeMs: at, transitions: 2, resourceVersion: "" },
+    );
     // A released Lease's short duration still names a positive whole second, which the API requires.
     assert.equal(await s.write({ ...read!, holder: "", durationMs: 0 }, read!.resourceVersion, signal()), true);
     assert.equal(leaseObject("written")!["spec"]["leaseDurationSeconds"], 1);

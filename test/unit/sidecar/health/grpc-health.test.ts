@@ -123,7 +123,10 @@ test("many watchers at once (one listener each) are no leak warning", async (t) 
   ready(readiness);
   await waitFor("every watcher told SERVING", () => statuses.every((s) => s.length === 2));
   assert.equal(readiness.listenerCount("change"), 20);
-  assert.deepEqual(warnings.map((w) => w.message), []);
+  assert.deepEqual(
+    warnings.map((w) => w.message),
+    [],
+  );
   for (const w of watches) w.cancel();
 });
 

@@ -90,7 +90,11 @@ test("requests sent before the server said how many streams it takes are sent ag
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   t.after(() => new Promise<void>((r) => server.close(() => r())));
-  const transport = new KubeTransport({ server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), ca: Buffer.from(cert.cert), token: () => "t" });
+  const transport = new KubeTransport({
+    server: new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`),
+    ca: Buffer.from(cert.cert),
+    token: () => "t",
+  });
   t.after(() => transport.close());
   const answers = await Promise.all(Array.from({ length: 10 }, () => get(transport)));
   assert.equal(answers.filter((a) => a.metadata.name === "default").length, 10);
@@ -130,10 +134,11 @@ async function freezableRelay(port: number) {
         client.once("close", () => upstream.destroy());
       }
     },
-    close: () => new Promise<void>((r) => {
-      relay.close(() => r());
-      for (const s of all) s.destroy();
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        relay.close(() => r());
+        for (const s of all) s.destroy();
+      }),
   };
 }
 
@@ -210,7 +215,11 @@ test("close() ends the transport's connections: the server sees its HTTP/2 sessi
   });
   await new Promise<void>((r) => h2.listen(0, "127.0.0.1", r));
   t.after(() => new Promise<void>((r) => h2.close(() => r())));
-  const overH2 = new KubeTransport({ server: new URL(`https://127.0.0.1:${(h2.address() as AddressInfo).port}`), ca: Buffer.from(cert.cert), token: () => "t" });
+  const overH2 = new KubeTransport({
+    server: new URL(`https://127.0.0.1:${(h2.address() as AddressInfo).port}`),
+    ca: Buffer.from(cert.cert),
+    token: () => "t",
+  });
   await get(overH2);
   assert.equal(h2Sessions.length, 1);
   overH2.close();
@@ -255,7 +264,12 @@ test("deleting a CSIAddonsNode waits for the API's answer: a uid precondition th
   const transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
   t.after(() => transport.close());
   const kube = createKubeApi(transport);
-  const made = await api.create({ apiVersion: "csiaddons.openshift.io/v1alpha1", kind: "CSIAddonsNode", metadata: { name: "n1", namespace: NS }, spec: { driver: { name: "d", endpoint: "pod://p.csi:9070", nodeID: "node-1" } } }) as { metadata: { uid: string } };
+  const made = (await api.create({
+    apiVersion: "csiaddons.openshift.io/v1alpha1",
+    kind: "CSIAddonsNode",
+    metadata: { name: "n1", namespace: NS },
+    spec: { driver: { name: "d", endpoint: "pod://p.csi:9070", nodeID: "node-1" } },
+  })) as { metadata: { uid: string } };
   const signal = () => AbortSignal.timeout(5_000);
   await assert.rejects(kube.deleteCSIAddonsNode(NS, "n1", "another-uid", signal()), (e: KubeError) => e instanceof KubeError && e.status === 409);
   await kube.deleteCSIAddonsNode(NS, "n1", made.metadata.uid, signal());

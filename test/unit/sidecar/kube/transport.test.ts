@@ -11,22 +11,32 @@ import { KubeError } from "../../../../sidecar/kube/api.js";
 import { answeringApi } from "../../../support/answering-api.js";
 import { tempDir } from "../../../support/proc.js";
 
-function kubeconfig(dir: string, user: Record<string, unknown>, cluster: Record<string, unknown> = { server: "https://127.0.0.1:6443" }, format: "yaml" | "json" = "yaml"): string {
+function kubeconfig(
+  dir: string,
+  user: Record<string, unknown>,
+  cluster: Record<string, unknown> = { server: "https://127.0.0.1:6443" },
+  format: "yaml" | "json" = "yaml",
+): string {
   const path = join(dir, "kubeconfig");
-  writeFileSync(path, (format === "json" ? (o: unknown) => JSON.stringify(o, null, 2) : stringify)({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "c", cluster }],
-    users: [{ name: "u", user }],
-    contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-    "current-context": "x",
-  }));
+  writeFileSync(
+    path,
+    (format === "json" ? (o: unknown) => JSON.stringify(o, null, 2) : stringify)({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster }],
+      users: [{ name: "u", user }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
   return path;
 }
 
 test("kubeconfig: server, CA data, token", async () => {
   const dir = tempDir();
-  const ep = await kubeconfigEndpoint(kubeconfig(dir, { token: "t0k" }, { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") }));
+  const ep = await kubeconfigEndpoint(
+    kubeconfig(dir, { token: "t0k" }, { server: "https://api:6443", "certificate-authority-data": Buffer.from("CA").toString("base64") }),
+  );
   assert.equal(ep.server.href, "https://api:6443/");
   assert.equal(ep.ca?.toString(), "CA");
   assert.equal(ep.token(), "t0k");
@@ -58,7 +68,9 @@ test("kubeconfig: files relative to the kubeconfig, token file, client certifica
   writeFileSync(join(dir, "token"), "from-file\n");
   writeFileSync(join(dir, "c.crt"), "CERT");
   writeFileSync(join(dir, "c.key"), "KEY");
-  const ep = await kubeconfigEndpoint(kubeconfig(dir, { tokenFile: "token", "client-certificate": "c.crt", "client-key": "c.key" }, { server: "https://api", "certificate-authority": "ca.crt" }));
+  const ep = await kubeconfigEndpoint(
+    kubeconfig(dir, { tokenFile: "token", "client-certificate": "c.crt", "client-key": "c.key" }, { server: "https://api", "certificate-authority": "ca.crt" }),
+  );
   assert.equal(ep.ca?.toString(), "CAFILE");
   assert.equal(ep.token(), "from-file");
   assert.equal(ep.cert?.toString(), "CERT");
@@ -68,7 +80,11 @@ test("kubeconfig: files relative to the kubeconfig, token file, client certifica
 test("kubeconfig: exec plugins, auth providers, basic auth and unknown contexts are refused with a clear error", async () => {
   const dir = tempDir();
   for (const user of [{ exec: { command: "aws" } }, { "auth-provider": { name: "oidc" } }, { username: "admin", password: "p" }]) {
-    await assert.rejects(kubeconfigEndpoint(kubeconfig(dir, user)), (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message), JSON.stringify(user));
+    await assert.rejects(
+      kubeconfigEndpoint(kubeconfig(dir, user)),
+      (e: Error) => e instanceof KubeConfigError && /only token/.test(e.message),
+      JSON.stringify(user),
+    );
   }
   const path = join(dir, "bad");
   writeFileSync(path, stringify({ contexts: [], "current-context": "nope" }));
@@ -80,8 +96,17 @@ test("in-cluster without KUBERNETES_SERVICE_HOST is a clear configuration error"
 });
 
 test("in-cluster: KUBERNETES_SERVICE_HOST and _PORT are both needed; with both, the pod's service account is read", () => {
-  for (const [host, port] of [[undefined, "443"], ["10.96.0.1", undefined], ["10.96.0.1", ""], ["", "443"]]) {
-    assert.throws(() => inClusterEndpoint(host, port), (e: Error) => e instanceof KubeConfigError && /not in a cluster/.test(e.message), `host ${host}, port ${port}`);
+  for (const [host, port] of [
+    [undefined, "443"],
+    ["10.96.0.1", undefined],
+    ["10.96.0.1", ""],
+    ["", "443"],
+  ]) {
+    assert.throws(
+      () => inClusterEndpoint(host, port),
+      (e: Error) => e instanceof KubeConfigError && /not in a cluster/.test(e.message),
+      `host ${host}, port ${port}`,
+    );
   }
   // Past that check the service account's CA and token are read: outside a pod they are missing
   // (not a configuration error of ours); inside one, an IPv6 service address gets its brackets.
@@ -117,15 +142,26 @@ test("a watch the API refuses is a KubeError with the Status's reason and messag
 
 test("a watch's ERROR event ends it as a KubeError with the event's code (410 Expired: list again), else 500", async (t) => {
   let event: unknown;
-  const transport = await answeringApi(t, () => ({ status: 200, body: `${JSON.stringify({ type: "ADDED", object: { metadata: { name: "n" } } })}\n${JSON.stringify(event)}\n` }));
+  const transport = await answeringApi(t, () => ({
+    status: 200,
+    body: `${JSON.stringify({ type: "ADDED", object: { metadata: { name: "n" } } })}\n${JSON.stringify(event)}\n`,
+  }));
   const watchUntilError = async (e: unknown) => {
     event = e;
     const seen: string[] = [];
-    const err = await transport.watch("/api/v1/nodes?watch=true", AbortSignal.timeout(5_000), (ev) => seen.push(ev.type)).then(() => undefined, (x: unknown) => x);
+    const err = await transport
+      .watch("/api/v1/nodes?watch=true", AbortSignal.timeout(5_000), (ev) => seen.push(ev.type))
+      .then(
+        () => undefined,
+        (x: unknown) => x,
+      );
     assert.deepEqual(seen, ["ADDED"], "the events before the ERROR are delivered");
     return err as KubeError;
   };
-  const expired = await watchUntilError({ type: "ERROR", object: { kind: "Status", reason: "Expired", message: "too old resource version: 1 (42)", code: 410 } });
+  const expired = await watchUntilError({
+    type: "ERROR",
+    object: { kind: "Status", reason: "Expired", message: "too old resource version: 1 (42)", code: 410 },
+  });
   assert.ok(expired instanceof KubeError);
   assert.equal(expired.status, 410);
   assert.equal(expired.reason, "Expired");
@@ -136,7 +172,10 @@ test("a watch's ERROR event ends it as a KubeError with the event's code (410 Ex
 
 test("an unreachable API server is a KubeError with status 0; a deadline is a Timeout", async () => {
   const t = new KubeTransport({ server: new URL("http://127.0.0.1:1"), token: () => undefined });
-  await assert.rejects(t.request("GET", "/api", undefined, AbortSignal.timeout(5000)), (e: KubeError) => e instanceof KubeError && e.status === 0 && e.reason === "Unavailable");
+  await assert.rejects(
+    t.request("GET", "/api", undefined, AbortSignal.timeout(5000)),
+    (e: KubeError) => e instanceof KubeError && e.status === 0 && e.reason === "Unavailable",
+  );
   const ac = new AbortController();
   ac.abort();
   // No HTTP answer either (status 0): the relay answers it UNAVAILABLE, as it does an unreachable API.
@@ -156,5 +195,8 @@ test("watch lines: a stream split anywhere (mid-line, inside a UTF-8 character) 
   const chunks = Readable.from([bytes.subarray(0, 7), bytes.subarray(7, cut), bytes.subarray(cut)], { objectMode: true });
   const lines: string[] = [];
   for await (const line of linesOf(chunks)) lines.push(line);
-  assert.deepEqual(lines.map((l) => JSON.parse(l)), events);
+  assert.deepEqual(
+    lines.map((l) => JSON.parse(l)),
+    events,
+  );
 });

@@ -92,7 +92,10 @@ test("a window that starts after flush() lasts its whole length: the flushed win
   t.mock.timers.tick(500);
   assert.equal(lines.length, 3, "when the flushed window would have ended, the new one goes on");
   t.mock.timers.tick(500);
-  assert.deepEqual(lines.slice(3).map((l) => [l["message"], l["repeated"]]), [["call refused (repeated)", 1]]);
+  assert.deepEqual(
+    lines.slice(3).map((l) => [l["message"], l["repeated"]]),
+    [["call refused (repeated)", 1]],
+  );
 });
 
 test("past maxKinds kinds at once, a new kind is written every time rather than tracked; those tracked are still summed up", (t) => {
@@ -102,9 +105,15 @@ test("past maxKinds kinds at once, a new kind is written every time rather than 
   r.log("warn", "c", "m", { k: "c" });
   r.log("warn", "c", "m", { k: "c" });
   r.log("warn", "a", "m", { k: "a" });
-  assert.deepEqual(lines.map((l) => l["k"]), ["a", "b", "c", "c"]);
+  assert.deepEqual(
+    lines.map((l) => l["k"]),
+    ["a", "b", "c", "c"],
+  );
   t.mock.timers.tick(1_000);
-  assert.deepEqual(lines.slice(4).map((l) => [l["k"], l["repeated"]]), [["a", 1]]);
+  assert.deepEqual(
+    lines.slice(4).map((l) => [l["k"], l["repeated"]]),
+    [["a", 1]],
+  );
 });
 
 test("no timer while nothing repeats, one per window however many kinds, and it never keeps the process alive", (t) => {

@@ -118,10 +118,16 @@ test("a watch too far behind (410 Gone) starts over from a fresh read and write,
   await waitFor("watching again from the new write", () => callsOf("watchCSIAddonsNode").length >= 3);
   assert.equal(callsOf("getCSIAddonsNode").length, 2);
   const updated = lines.filter((l) => l["message"] === "updated CSIAddonsNode");
-  assert.deepEqual(updated.map((l) => [l["level"], l["name"], l["namespace"]]), [["info", CSI_ADDONS_NODE_NAME, NAMESPACE]]);
+  assert.deepEqual(
+    updated.map((l) => [l["level"], l["name"], l["namespace"]]),
+    [["info", CSI_ADDONS_NODE_NAME, NAMESPACE]],
+  );
   assert.ok(m.presence.condition.ok);
   // A watch tried while the server was down may have failed; the 410 is not such an error.
-  assert.ok(!lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting" && /^410 /.test(String(l["reason"]))), "410 is not an error to back off from");
+  assert.ok(
+    !lines.some((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting" && /^410 /.test(String(l["reason"]))),
+    "410 is not an error to back off from",
+  );
 
   // Started over, the count of failed watches starts over too: five in a row are not yet six.
   // Counted where they arrive: a watch still on its way when the others are dropped fails there.
@@ -141,7 +147,10 @@ test("the periodic check failing: the outage logged once when it starts (warn) a
   await waitFor("the API answering again", () => lines.some((l) => l["message"] === "the Kubernetes API answers again"));
   assert.ok(callsOf("getCSIAddonsNode").length >= from + 4);
   const outage = lines.filter((l) => l["message"] === "cannot confirm the CSIAddonsNode with the Kubernetes API");
-  assert.deepEqual(outage.map((l) => l["level"]), ["warn", "debug", "debug"]);
+  assert.deepEqual(
+    outage.map((l) => l["level"]),
+    ["warn", "debug", "debug"],
+  );
   assert.match(String(outage[0]!["reason"]), /^500 /);
   assert.equal(lines.find((l) => l["message"] === "the Kubernetes API answers again")!["failedRequests"], 3);
 
@@ -176,4 +185,3 @@ test("failed watches are counted in a row only: three, then a watch that deliver
   assert.equal(callsOf("getCSIAddonsNode").length, reads, "and no read");
   assert.ok(m.presence.condition.ok);
 });
-

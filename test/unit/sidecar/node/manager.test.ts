@@ -99,7 +99,10 @@ test("placed and left alone: no write while nothing changes, however often the A
   assert.equal(stored()!.metadata.resourceVersion, rv);
   assert.ok(m.presence.condition.ok);
   const writes = lines.filter((l) => /^(created|updated) CSIAddonsNode$/.test(String(l["message"])));
-  assert.deepEqual(writes.map((l) => [l["level"], l["message"], l["name"], l["namespace"]]), [["info", "created CSIAddonsNode", CSI_ADDONS_NODE_NAME, NAMESPACE]]);
+  assert.deepEqual(
+    writes.map((l) => [l["level"], l["message"], l["name"], l["namespace"]]),
+    [["info", "created CSIAddonsNode", CSI_ADDONS_NODE_NAME, NAMESPACE]],
+  );
 });
 
 test("its loops started once however often the driver connects before the object is placed (the Pod read once, one watch)", async () => {
@@ -163,7 +166,10 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
   const first = stored()!;
   const ds = () => api.get("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET) as Obj;
   const oldUid = ds().metadata.uid;
-  assert.deepEqual(first.metadata.ownerReferences.map((o: Obj) => o.uid), [oldUid]);
+  assert.deepEqual(
+    first.metadata.ownerReferences.map((o: Obj) => o.uid),
+    [oldUid],
+  );
 
   // The DaemonSet deleted with --cascade=orphan and made again: same name, new uid; its pods adopted.
   api.delete("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET);
@@ -179,7 +185,10 @@ test("recreated after a deletion under the owner the Pod has now: a DaemonSet ma
 
   const again = await waitFor("recreated", () => (stored() && stored()!.metadata.uid !== first.metadata.uid ? stored() : undefined));
   // Read before creating: with the old uid the garbage collector would delete it again.
-  assert.deepEqual(again.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+  assert.deepEqual(
+    again.metadata.ownerReferences.map((o: Obj) => o.uid),
+    [newUid],
+  );
   // The new owner keeps the object's name: made at once, without reading the object again first.
   assert.equal(callsOf("getCSIAddonsNode").length, reads + 1);
 });
@@ -202,10 +211,16 @@ test("adopted by a DaemonSet of another name after a deletion: made at once unde
     api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
 
     const made = await waitFor("made under the new name", () => api.get(CAN, "CSIAddonsNode", NAMESPACE, newName) as Obj | undefined);
-    assert.deepEqual(made.metadata.ownerReferences.map((o: Obj) => [o.name, o.uid]), [[renamed, uid]]);
+    assert.deepEqual(
+      made.metadata.ownerReferences.map((o: Obj) => [o.name, o.uid]),
+      [[renamed, uid]],
+    );
     await placed(m);
     assert.equal(stored(), undefined, "nothing left under the old name");
-    assert.deepEqual(lines.filter((l) => l["message"] === "created CSIAddonsNode").map((l) => l["name"]), [CSI_ADDONS_NODE_NAME, newName]);
+    assert.deepEqual(
+      lines.filter((l) => l["message"] === "created CSIAddonsNode").map((l) => l["name"]),
+      [CSI_ADDONS_NODE_NAME, newName],
+    );
     // The watch follows the new name: a deletion there is seen at once, not at the periodic check.
     api.delete(CAN, "CSIAddonsNode", NAMESPACE, newName);
     const again = await waitFor("made again under the new name", () => (api.get(CAN, "CSIAddonsNode", NAMESPACE, newName) as Obj | undefined) ?? false);
@@ -300,7 +315,9 @@ test("its watch failing, the periodic check alone (every third of the bound) kee
   const from = callsOf("getCSIAddonsNode").length;
   await waitFor("five periodic checks", () => callsOf("getCSIAddonsNode").length >= from + 5);
   assert.equal(changes.length, 0, "ready past the 300 ms bound: each check confirms it");
-  const at = callsOf("getCSIAddonsNode").slice(from).map((c) => c.at);
+  const at = callsOf("getCSIAddonsNode")
+    .slice(from)
+    .map((c) => c.at);
   for (let i = 1; i < at.length; i++) assert.ok(at[i]! - at[i - 1]! >= 90, `checks ${at[i]! - at[i - 1]!} ms apart`);
   const watchErrors = lines.filter((l) => l["message"] === "CSIAddonsNode watch ended with an error; restarting");
   assert.ok(watchErrors.length >= 1 && watchErrors.every((l) => l["level"] === "debug"));
@@ -325,7 +342,9 @@ function stalledWatch(over: KubeApi): KubeApi {
   return new Proxy(over, {
     get(target, prop, receiver) {
       if (prop !== "watchCSIAddonsNode") return Reflect.get(target, prop, receiver) as unknown;
-      return () => ({ signal }: { signal: AbortSignal }) => new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+      return () =>
+        ({ signal }: { signal: AbortSignal }) =>
+          new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     },
   });
 }
@@ -371,7 +390,10 @@ test("the periodic check finding the Pod's owner made again (same name, new uid)
   api.update({ ...p, metadata: { ...p.metadata, ownerReferences: [{ ...ref, uid: newUid }] } });
 
   await waitFor("owned by the new DaemonSet", () => stored()!.metadata.ownerReferences.some((o: Obj) => o.uid === newUid));
-  assert.deepEqual(stored()!.metadata.ownerReferences.map((o: Obj) => o.uid), [newUid]);
+  assert.deepEqual(
+    stored()!.metadata.ownerReferences.map((o: Obj) => o.uid),
+    [newUid],
+  );
   const calls = methods().slice(from);
   const replaced = calls.indexOf("replaceCSIAddonsNode");
   // The check's read of the Pod that saw the new owner, then the reconcile's read and write; a
@@ -445,9 +467,15 @@ test("the API failing while the object is put in place: the outage logged once w
   const { m, lines } = manager();
   m.setDriver(DRIVER);
   await placed(m);
-  assert.deepEqual(failures(lines).map((l) => l["level"]), ["warn", "debug", "debug"]);
+  assert.deepEqual(
+    failures(lines).map((l) => l["level"]),
+    ["warn", "debug", "debug"],
+  );
   const answered = lines.filter((l) => l["message"] === "the Kubernetes API answers again");
-  assert.deepEqual(answered.map((l) => [l["level"], l["failedRequests"]]), [["info", 3]]);
+  assert.deepEqual(
+    answered.map((l) => [l["level"], l["failedRequests"]]),
+    [["info", 3]],
+  );
 });
 
 test("an object in place at start (the sidecar restarted): updated once, then left alone", async () => {
@@ -489,7 +517,10 @@ test("deleted between our read and our update (404): read again and made anew at
 
 test("an object in place at start keeps other owners' references; ours replaces the one to a former owner of the same name", async () => {
   const ref = (kind: string, name: string, uid: string) => ({ apiVersion: kind === "ConfigMap" ? "v1" : "apps/v1", kind, name, uid });
-  const others = [ref("DaemonSet", `${DAEMONSET}-other`, "5f0c7c1e-1111-4a4a-9d9d-0000000000b1"), ref("ConfigMap", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b2")];
+  const others = [
+    ref("DaemonSet", `${DAEMONSET}-other`, "5f0c7c1e-1111-4a4a-9d9d-0000000000b1"),
+    ref("ConfigMap", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b2"),
+  ];
   const former = ref("DaemonSet", DAEMONSET, "5f0c7c1e-1111-4a4a-9d9d-0000000000b3");
   const left = ours();
   await api.create({ ...left, metadata: { ...(left["metadata"] as Obj), ownerReferences: [...others, former] } });
@@ -497,7 +528,10 @@ test("an object in place at start keeps other owners' references; ours replaces 
   m.setDriver(DRIVER);
   await placed(m);
   const ds = api.get("apps/v1", "DaemonSet", NAMESPACE, DAEMONSET) as Obj;
-  assert.deepEqual(stored()!.metadata.ownerReferences.map((o: Obj) => [o.kind, o.name, o.uid]), [...others.map((o) => [o.kind, o.name, o.uid]), ["DaemonSet", DAEMONSET, ds.metadata.uid]]);
+  assert.deepEqual(
+    stored()!.metadata.ownerReferences.map((o: Obj) => [o.kind, o.name, o.uid]),
+    [...others.map((o) => [o.kind, o.name, o.uid]), ["DaemonSet", DAEMONSET, ds.metadata.uid]],
+  );
 });
 
 test("a periodic check whose read a reconcile overtook leaves the object to the reconcile: a deletion the watch told is not warned about again as 'not found on a periodic check'", async () => {
@@ -513,5 +547,8 @@ test("a periodic check whose read a reconcile overtook leaves the object to the 
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
   await waitFor("made again", () => stored() && stored()!.metadata.uid !== uid);
   assert.ok(lines.some((l) => l["message"] === "CSIAddonsNode was deleted; recreating it"));
-  assert.deepEqual(lines.filter((l) => l["message"] === "CSIAddonsNode not found on a periodic check; creating it again"), []);
+  assert.deepEqual(
+    lines.filter((l) => l["message"] === "CSIAddonsNode not found on a periodic check; creating it again"),
+    [],
+  );
 });

@@ -24,10 +24,13 @@ test("presence: missing for one reason is told once; another reason is told, whi
   t.mock.timers.tick(5);
   p.missing("deleted");
   p.missing("deleted");
-  assert.deepEqual(changes.map((c) => [c.ok, c.reason]), [
-    [true, changes[0]!.reason],
-    [false, "CSIAddonsNode csi/node-1-csi missing (deleted)"],
-  ]);
+  assert.deepEqual(
+    changes.map((c) => [c.ok, c.reason]),
+    [
+      [true, changes[0]!.reason],
+      [false, "CSIAddonsNode csi/node-1-csi missing (deleted)"],
+    ],
+  );
   const lost = changes[1]!.since;
   assert.equal(lost.getTime(), since.getTime() + 5, "a new 'since' when readiness went");
   t.mock.timers.tick(5);
@@ -57,7 +60,10 @@ test("presence: known to be missing, it stays missing when the bound passes: the
   p.confirmed();
   p.missing("deleted");
   t.mock.timers.tick(1_000);
-  assert.deepEqual(changes.map((c) => c.ok), [true, false]);
+  assert.deepEqual(
+    changes.map((c) => c.ok),
+    [true, false],
+  );
   assert.equal(p.condition.reason, "CSIAddonsNode csi/node-1-csi missing (deleted)");
   p.close();
 });
@@ -85,7 +91,9 @@ function kubeOf(objects: { pods: Record<string, ObjectMeta>; replicaSets?: Recor
 const ctl = (kind: string, name: string, uid: string) => ({ apiVersion: "apps/v1", kind, name, uid, controller: true });
 
 test("owner: a DaemonSet's pod names the DaemonSet and is owned by it", async () => {
-  const kube = kubeOf({ pods: { p: { uid: "pod-uid", ownerReferences: [{ ...ctl("DaemonSet", "plugin", "ds-uid"), controller: false }, ctl("DaemonSet", "plugin", "ds-uid")] } } });
+  const kube = kubeOf({
+    pods: { p: { uid: "pod-uid", ownerReferences: [{ ...ctl("DaemonSet", "plugin", "ds-uid"), controller: false }, ctl("DaemonSet", "plugin", "ds-uid")] } },
+  });
   assert.deepEqual(await resolvePodOwner(kube, "csi", "p", AbortSignal.timeout(1000)), {
     kind: "DaemonSet",
     name: "plugin",

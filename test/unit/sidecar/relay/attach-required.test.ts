@@ -126,7 +126,10 @@ test("skipsAttach: true only while a read within the TTL said attachRequired: fa
   for (const name of Object.keys(replies)) assert.equal(a.skipsAttach(name), false, `${name}: not asked yet`);
   assert.deepEqual(reads, [], "asks nothing");
   for (const name of Object.keys(replies)) await a.required(name, signal());
-  assert.deepEqual(Object.keys(replies).map((name) => a.skipsAttach(name)), [true, false, false]);
+  assert.deepEqual(
+    Object.keys(replies).map((name) => a.skipsAttach(name)),
+    [true, false, false],
+  );
   const expiring = new AttachRequired(kube, captureLogger().logger, 0);
   await expiring.required("noattach.example.com", signal());
   assert.equal(expiring.skipsAttach("noattach.example.com"), false, "past the TTL it is not known any more");

@@ -71,10 +71,22 @@ function fakeResolver() {
 
 /** As the server makes it: the call's signal fires at its deadline. */
 function context(deadline: number, signal: AbortSignal = AbortSignal.timeout(Math.max(0, deadline - Date.now()))): CallContext {
-  return { method: "/sidecar.v1.VolumeHealer/HealVolume", metadata: new grpc.Metadata(), peer: "test", deadline, signal, fields: {}, logger: createLogger("error", "json") };
+  return {
+    method: "/sidecar.v1.VolumeHealer/HealVolume",
+    metadata: new grpc.Metadata(),
+    peer: "test",
+    deadline,
+    signal,
+    fields: {},
+    logger: createLogger("error", "json"),
+  };
 }
 
-const kindOf = (p: Promise<unknown>) => p.then(() => "OK", (e: unknown) => (e instanceof DomainError ? e.kind : `not a DomainError: ${String(e)}`));
+const kindOf = (p: Promise<unknown>) =>
+  p.then(
+    () => "OK",
+    (e: unknown) => (e instanceof DomainError ? e.kind : `not a DomainError: ${String(e)}`),
+  );
 
 test("a driver connected once but not ready now is refused UNAVAILABLE before any Kubernetes read or driver call", async () => {
   for (const [what, d] of [
@@ -96,7 +108,10 @@ test("a driver that can heal but not check health: ALWAYS heals; IF_ABNORMAL is 
   const service = createHealerService({ driver: d.driver, resolver: k.deps, limiter: new Limiter(4, 4) });
   const healed = await service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 5_000));
   assert.equal(healed.result, Result.HEALED);
-  assert.deepEqual(d.calls.map((c) => c.method), ["/healer.v1.VolumeHealerNode/NodeHealVolume"]);
+  assert.deepEqual(
+    d.calls.map((c) => c.method),
+    ["/healer.v1.VolumeHealerNode/NodeHealVolume"],
+  );
   await assert.rejects(service.healVolume({ pvName: "pv-a", mode: Mode.IF_ABNORMAL }, context(Date.now() + 5_000)), (e: DomainError) => {
     assert.equal(e.kind, "Unimplemented");
     assert.match(e.message, /cannot check health, so IF_ABNORMAL is not possible; use ALWAYS/);
@@ -128,7 +143,10 @@ test("a joiner whose starter's shorter deadline ran out runs the call again on i
     // 1: abandoned by its only caller, but the driver finishes it later anyway.
     if (n === 1) return new Promise((resolve) => (finishAbandoned = () => resolve({ result: Result.HEALED, message: "" })));
     // 2: runs on the starter's short deadline: ends with it.
-    if (n === 2) return new Promise((_, reject) => c.signal!.addEventListener("abort", () => reject(new DomainError("DeadlineExceeded", "driver call timed out")), { once: true }));
+    if (n === 2)
+      return new Promise((_, reject) =>
+        c.signal!.addEventListener("abort", () => reject(new DomainError("DeadlineExceeded", "driver call timed out")), { once: true }),
+      );
     return Promise.resolve({ result: Result.HEALED, health: { state: State.HEALTHY }, message: "third" });
   });
   const limiter = new Limiter(4, 4);
@@ -156,7 +174,10 @@ test("a joiner whose starter's deadline ran out runs the call again even when th
   // Node's timers run on the event loop's cached clock: under load, a driver call's timer (ours
   // or the driver's, from grpc-timeout) can end the call a few ms before Date.now() reaches its
   // deadline. That is still the starter's time running out, not a failure of the driver's own.
-  for (const timedOut of [new CallError(grpc.status.DEADLINE_EXCEEDED, "deadline of 300 ms exceeded"), new DomainError("DeadlineExceeded", "driver call timed out")]) {
+  for (const timedOut of [
+    new CallError(grpc.status.DEADLINE_EXCEEDED, "deadline of 300 ms exceeded"),
+    new DomainError("DeadlineExceeded", "driver call timed out"),
+  ]) {
     const d = fakeDriver(driverInfo());
     const starterDeadline = Date.now() + 300;
     d.answerWith((_c, n) =>
@@ -177,24 +198,28 @@ test("a joiner whose starter's deadline ran out runs the call again even when th
 });
 
 // setTimeout is mocked, so waitFor cannot be used: the test's own timeout bounds the wait instead.
-test("a joiner gets its own driver call also when the starter's deadline timer cut the shared call before the clock reached the deadline (the cut driver call answers CANCELLED)", { timeout: 10_000 }, async (t) => {
-  // setTimeout alone is mocked: ticking it fires the shared call's deadline timer while Date.now()
-  // is still far from that deadline, as an event loop's stale clock can under load.
-  t.mock.timers.enable({ apis: ["setTimeout"] });
-  const d = fakeDriver(driverInfo());
-  d.answerWith((c, n) =>
-    n === 1
-      ? new Promise((_, reject) => c.signal!.addEventListener("abort", () => reject(new CallError(grpc.status.CANCELLED, "call cancelled")), { once: true }))
-      : Promise.resolve({ result: Result.HEALED, health: { state: State.HEALTHY }, message: "on the joiner's time" }),
-  );
-  const service = createHealerService({ driver: d.driver, resolver: fakeResolver().deps, limiter: new Limiter(4, 4) });
-  const never = () => new AbortController().signal;
-  const starter = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 60_000, never())).catch((e: unknown) => e);
-  while (d.calls.length < 1) await new Promise(setImmediate);
-  // Joins at once: serve() reaches the single flight before its first await.
-  const joiner = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 120_000, never()));
-  t.mock.timers.tick(60_001);
-  assert.equal((await joiner).message, "on the joiner's time");
-  assert.equal(d.calls.length, 2, "a second driver call, on the joiner's deadline");
-  assert.ok(await starter instanceof CallError, "the starter's own call was cut: its answer is the driver call's");
-});
+test(
+  "a joiner gets its own driver call also when the starter's deadline timer cut the shared call before the clock reached the deadline (the cut driver call answers CANCELLED)",
+  { timeout: 10_000 },
+  async (t) => {
+    // setTimeout alone is mocked: ticking it fires the shared call's deadline timer while Date.now()
+    // is still far from that deadline, as an event loop's stale clock can under load.
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const d = fakeDriver(driverInfo());
+    d.answerWith((c, n) =>
+      n === 1
+        ? new Promise((_, reject) => c.signal!.addEventListener("abort", () => reject(new CallError(grpc.status.CANCELLED, "call cancelled")), { once: true }))
+        : Promise.resolve({ result: Result.HEALED, health: { state: State.HEALTHY }, message: "on the joiner's time" }),
+    );
+    const service = createHealerService({ driver: d.driver, resolver: fakeResolver().deps, limiter: new Limiter(4, 4) });
+    const never = () => new AbortController().signal;
+    const starter = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 60_000, never())).catch((e: unknown) => e);
+    while (d.calls.length < 1) await new Promise(setImmediate);
+    // Joins at once: serve() reaches the single flight before its first await.
+    const joiner = service.healVolume({ pvName: "pv-a", mode: Mode.ALWAYS }, context(Date.now() + 120_000, never()));
+    t.mock.timers.tick(60_001);
+    assert.equal((await joiner).message, "on the joiner's time");
+    assert.equal(d.calls.length, 2, "a second driver call, on the joiner's deadline");
+    assert.ok((await starter) instanceof CallError, "the starter's own call was cut: its answer is the driver call's");
+  },
+);

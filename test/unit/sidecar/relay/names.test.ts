@@ -20,13 +20,19 @@ test("PV names: DNS-1123 subdomains only", () => {
 
 test("VolumeAttachment name, staging paths and volumesInUse as the kubelet computes them", () => {
   assert.equal(volumeAttachmentName("vol-1", "d.example.com", "node-1"), `csi-${hex("vol-1d.example.comnode-1")}`);
-  assert.equal(stagingPath("/var/lib/kubelet/plugins/kubernetes.io/csi/", "pv-1", "d", "vol-1", false), `/var/lib/kubelet/plugins/kubernetes.io/csi/d/${hex("vol-1")}/globalmount`);
+  assert.equal(
+    stagingPath("/var/lib/kubelet/plugins/kubernetes.io/csi/", "pv-1", "d", "vol-1", false),
+    `/var/lib/kubelet/plugins/kubernetes.io/csi/d/${hex("vol-1")}/globalmount`,
+  );
   assert.equal(stagingPath("/k/csi", "pv-1", "d", "vol-1", true), "/k/csi/volumeDevices/staging/pv-1");
   assert.equal(volumeInUseName("d", "vol-1"), "kubernetes.io/csi/d^vol-1");
 });
 
 test("VolumeCapability from the PV", () => {
-  const pv = (spec: Partial<PersistentVolume["spec"]>): PersistentVolume => ({ metadata: {}, spec: { csi: { driver: "d", volumeHandle: "h", fsType: "xfs" }, ...spec } });
+  const pv = (spec: Partial<PersistentVolume["spec"]>): PersistentVolume => ({
+    metadata: {},
+    spec: { csi: { driver: "d", volumeHandle: "h", fsType: "xfs" }, ...spec },
+  });
   assert.deepEqual(volumeCapability(pv({ accessModes: ["ReadWriteOnce"], mountOptions: ["noatime"] })), {
     accessType: { $case: "mount", mount: { fsType: "xfs", mountFlags: ["noatime"], volumeMountGroup: "" } },
     accessMode: { mode: Mode.SINGLE_NODE_MULTI_WRITER },
@@ -40,8 +46,15 @@ test("VolumeCapability from the PV", () => {
 });
 
 test("VolumeCapability of a PV with several access modes: the first, as the kubelet stages it; none is ReadWriteOnce, the kubelet's default", () => {
-  const pv = (accessModes?: string[]): PersistentVolume => ({ metadata: {}, spec: { csi: { driver: "d", volumeHandle: "h" }, ...(accessModes ? { accessModes } : {}) } });
-  assert.equal(volumeCapability(pv(["ReadOnlyMany", "ReadWriteOnce"])).accessMode?.mode, Mode.MULTI_NODE_READER_ONLY, "staged read-only: never re-staged writable");
+  const pv = (accessModes?: string[]): PersistentVolume => ({
+    metadata: {},
+    spec: { csi: { driver: "d", volumeHandle: "h" }, ...(accessModes ? { accessModes } : {}) },
+  });
+  assert.equal(
+    volumeCapability(pv(["ReadOnlyMany", "ReadWriteOnce"])).accessMode?.mode,
+    Mode.MULTI_NODE_READER_ONLY,
+    "staged read-only: never re-staged writable",
+  );
   assert.equal(volumeCapability(pv(["ReadWriteOnce", "ReadWriteMany"])).accessMode?.mode, Mode.SINGLE_NODE_MULTI_WRITER);
   assert.equal(volumeCapability(pv(["ReadWriteOncePod", "ReadWriteMany"])).accessMode?.mode, Mode.SINGLE_NODE_SINGLE_WRITER);
   assert.equal(volumeCapability(pv([])).accessMode?.mode, Mode.SINGLE_NODE_MULTI_WRITER);
@@ -191,7 +204,8 @@ test("SecretCache: the stage secrets of several storage classes are each read on
     },
   } as unknown as KubeApi;
   const secrets = new SecretCache(kube, 60_000);
-  for (const name of ["rbd-a", "rbd-b", "cephfs", "rbd-a", "rbd-b", "cephfs"]) assert.deepEqual(await secrets.get("ceph-csi", name), { userKey: `key-of-${name}` });
+  for (const name of ["rbd-a", "rbd-b", "cephfs", "rbd-a", "rbd-b", "cephfs"])
+    assert.deepEqual(await secrets.get("ceph-csi", name), { userKey: `key-of-${name}` });
   assert.deepEqual(reads, ["ceph-csi/rbd-a", "ceph-csi/rbd-b", "ceph-csi/cephfs"]);
 });
 
@@ -216,10 +230,11 @@ test("TtlCache: a caller that gives up leaves the shared load to the others; the
   const { TtlCache } = await import("../../../../sidecar/util/ttl-cache.js");
   const c = new TtlCache<string>(60_000, 10);
   const loads: { signal: AbortSignal; resolve: (v: string) => void }[] = [];
-  const load = (signal: AbortSignal) => new Promise<string>((resolve, reject) => {
-    loads.push({ signal, resolve });
-    signal.addEventListener("abort", () => reject(signal.reason), { once: true });
-  });
+  const load = (signal: AbortSignal) =>
+    new Promise<string>((resolve, reject) => {
+      loads.push({ signal, resolve });
+      signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
   const [a, b] = [new AbortController(), new AbortController()];
   const first = c.get("k", load, a.signal);
   const second = c.get("k", load, b.signal);

@@ -140,7 +140,10 @@ test("a watch that ends lists the Pods again and drops what the list no longer h
   assert.deepEqual(gate.waits, [200, 400, 800, 200]);
   assert.ok(lists.length >= 5);
   const ended = log.lines.filter((l) => l.message === "Pod watch ended; restarting");
-  assert.deepEqual(ended.map((l) => [l.level, l.reason]).slice(0, 2), [["debug", "stream reset"], ["debug", "connection refused"]]);
+  assert.deepEqual(ended.map((l) => [l.level, l.reason]).slice(0, 2), [
+    ["debug", "stream reset"],
+    ["debug", "connection refused"],
+  ]);
   assert.equal(warnings().length, 0, "a failure that is not a refusal is no warning");
 });
 

@@ -82,7 +82,10 @@ test("files missing, not required: a self-signed pair for the pod's name at once
 
   f.write(await pair("arrived"));
   await waitFor("the files served", async () => (await servedCertificate(s.port)).subject.CN === "arrived");
-  assert.deepEqual(s.told.map((t) => t.source), ["self-signed", "files"]);
+  assert.deepEqual(
+    s.told.map((t) => t.source),
+    ["self-signed", "files"],
+  );
 });
 
 test("files missing, looked at every millisecond: the self-signed pair made and announced once, the warning said once", async () => {
@@ -90,7 +93,10 @@ test("files missing, looked at every millisecond: the self-signed pair made and 
   // Making the pair takes milliseconds, the timer's looks meanwhile would each have found the
   // files missing, said so and begun a pair of their own: they join the first instead.
   assert.equal(s.lines.filter((l) => l["message"] === "TLS certificate files not usable; serving a self-signed certificate until they are").length, 1);
-  assert.deepEqual(s.told.map((t) => t.source), ["self-signed"]);
+  assert.deepEqual(
+    s.told.map((t) => t.source),
+    ["self-signed"],
+  );
 });
 
 test("files missing and required: no credentials, an error naming both files, no timer left re-reading them", async (t) => {
@@ -104,7 +110,10 @@ test("files missing and required: no credentials, an error naming both files, no
   });
   const timers = started.mock.calls.map((c) => c.result);
   assert.equal(timers.length, 1, "the files' refresh timer");
-  assert.ok(stopped.mock.calls.some((c) => c.arguments[0] === timers[0]), "stopped with the refusal");
+  assert.ok(
+    stopped.mock.calls.some((c) => c.arguments[0] === timers[0]),
+    "stopped with the refusal",
+  );
 });
 
 test("a rotation caught half-way (a new certificate beside the old key) is not served; the whole new pair is", async () => {
@@ -114,22 +123,34 @@ test("a rotation caught half-way (a new certificate beside the old key) is not s
   const s = await serve(f);
   const second = await pair("second");
   writeFileSync(f.certFile, second.cert);
-  await waitFor("the half-written pair seen and kept", () => s.lines.some((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate"));
+  await waitFor("the half-written pair seen and kept", () =>
+    s.lines.some((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate"),
+  );
   assert.equal((await servedCertificate(s.port)).subject.CN, "first");
   assert.equal(s.told.length, 1, "nothing new announced");
   writeFileSync(f.keyFile, second.key);
   await waitFor("the new pair served", async () => (await servedCertificate(s.port)).subject.CN === "second");
-  assert.deepEqual(s.told.map((t) => t.source), ["files", "files"]);
+  assert.deepEqual(
+    s.told.map((t) => t.source),
+    ["files", "files"],
+  );
 });
 
 test("a rotation that stays broken (a new certificate whose key never comes) is said once at warn while the current pair serves on; the next broken one again", async () => {
   const f = files();
   f.write(await pair("first"));
   const s = await serve(f);
-  const levels = (from: number) => s.lines.filter((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate").slice(from).map((l) => l["level"]);
+  const levels = (from: number) =>
+    s.lines
+      .filter((l) => l["message"] === "TLS certificate files not usable; keeping the current certificate")
+      .slice(from)
+      .map((l) => l["level"]);
   /** Waits for the warning and two looks after it; the first look is debug (it may be a rotation half-way), one warning in all. */
   const warnedOnce = async (from: number) => {
-    await waitFor("the broken pair warned about, then looked at twice more", () => levels(from).indexOf("warn") >= 0 && levels(from).length >= levels(from).indexOf("warn") + 3);
+    await waitFor(
+      "the broken pair warned about, then looked at twice more",
+      () => levels(from).indexOf("warn") >= 0 && levels(from).length >= levels(from).indexOf("warn") + 3,
+    );
     assert.equal(levels(from)[0], "debug");
     assert.equal(levels(from).filter((l) => l === "warn").length, 1);
   };
@@ -163,7 +184,14 @@ test("the same pair written again (new times, same bytes: how a look can also ca
 test("TLS off: insecure credentials, nothing loaded", async () => {
   const told: string[] = [];
   const { logger } = captureLogger("debug");
-  const tls = await serverCredentials({ enableTls: false, certFile: undefined, keyFile: undefined, commonName: "x", logger, onCertificate: (s) => void told.push(s) });
+  const tls = await serverCredentials({
+    enableTls: false,
+    certFile: undefined,
+    keyFile: undefined,
+    commonName: "x",
+    logger,
+    onCertificate: (s) => void told.push(s),
+  });
   assert.equal(tls.credentials._isSecure(), false);
   assert.deepEqual(told, []);
   tls.close();
@@ -178,7 +206,10 @@ test("the files' refresh timer looks every 10 s unless told otherwise, and does 
   const started = t.mock.method(globalThis, "setInterval");
   const tls = await serverCredentials({ enableTls: true, certFile: f.certFile, keyFile: f.keyFile, commonName: "x", logger });
   try {
-    assert.deepEqual(started.mock.calls.map((c) => c.arguments[1]), [10_000]);
+    assert.deepEqual(
+      started.mock.calls.map((c) => c.arguments[1]),
+      [10_000],
+    );
     assert.equal(ticking(), before, "unref'd");
   } finally {
     tls.close();
@@ -191,7 +222,10 @@ test("refused connections: watched on a TLS port (a plaintext client is told as 
   const s = await serve(f);
   const refused: string[] = [];
   const peers: string[] = [];
-  assert.equal(watchRefusedConnections(s.server, (reason, peer) => void (refused.push(reason), peers.push(peer))), true);
+  assert.equal(
+    watchRefusedConnections(s.server, (reason, peer) => void (refused.push(reason), peers.push(peer))),
+    true,
+  );
   // A TCP probe (a kubelet's tcpSocket check, a port scan) connects and closes without a byte.
   // The server fails its handshake too; it is seen closed on the server's side before anything else.
   let closedOnServer = 0;
@@ -202,7 +236,10 @@ test("refused connections: watched on a TLS port (a plaintext client is told as 
   const plain = new grpc.Server();
   cleanups.push(() => plain.forceShutdown());
   await bindServer(plain, "127.0.0.1:0", grpc.ServerCredentials.createInsecure());
-  assert.equal(watchRefusedConnections(plain, () => {}), false);
+  assert.equal(
+    watchRefusedConnections(plain, () => {}),
+    false,
+  );
 
   const client = new grpc.Client(`127.0.0.1:${s.port}`, grpc.credentials.createInsecure());
   client.waitForReady(Date.now() + 1_000, () => client.close());

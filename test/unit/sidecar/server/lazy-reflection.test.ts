@@ -44,10 +44,16 @@ function exchange(requests: Record<string, string>[]): Promise<{ answers: any[];
 
 test("reflection that cannot be built answers INTERNAL naming why, and is built again at the next call", async () => {
   const failed = await exchange([{ list_services: "" }]);
-  assert.deepEqual([failed.status.code, failed.status.details, failed.answers.length], [grpc.status.INTERNAL, "reflection unavailable: descriptors not readable", 0]);
+  assert.deepEqual(
+    [failed.status.code, failed.status.details, failed.answers.length],
+    [grpc.status.INTERNAL, "reflection unavailable: descriptors not readable", 0],
+  );
   const served = await exchange([{ list_services: "" }]);
   assert.equal(served.status.code, grpc.status.OK, served.status.details);
-  assert.deepEqual(served.answers[0].list_services_response.service.map((s: { name: string }) => s.name), ["grpc.health.v1.Health"]);
+  assert.deepEqual(
+    served.answers[0].list_services_response.service.map((s: { name: string }) => s.name),
+    ["grpc.health.v1.Health"],
+  );
   assert.equal(loads, 2);
 });
 

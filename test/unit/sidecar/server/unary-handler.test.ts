@@ -20,7 +20,19 @@ const HEAL = "/sidecar.v1.VolumeHealer/HealVolume";
 const HEALTH = "/sidecar.v1.VolumeHealer/GetVolumeHealth";
 
 test("toStatus: each domain error kind has the gRPC code of its name and keeps its message", () => {
-  const kinds: ErrorKind[] = ["InvalidArgument", "NotFound", "FailedPrecondition", "Unimplemented", "Unavailable", "ResourceExhausted", "DeadlineExceeded", "Cancelled", "Unauthenticated", "PermissionDenied", "Internal"];
+  const kinds: ErrorKind[] = [
+    "InvalidArgument",
+    "NotFound",
+    "FailedPrecondition",
+    "Unimplemented",
+    "Unavailable",
+    "ResourceExhausted",
+    "DeadlineExceeded",
+    "Cancelled",
+    "Unauthenticated",
+    "PermissionDenied",
+    "Internal",
+  ];
   for (const kind of kinds) {
     const code = grpc.status[kind.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase() as keyof typeof grpc.status];
     assert.equal(typeof code, "number", kind);
@@ -29,7 +41,11 @@ test("toStatus: each domain error kind has the gRPC code of its name and keeps i
 });
 
 test("toStatus: a driver's status passes through unchanged", () => {
-  const driver = Object.assign(new Error("5 NOT_FOUND: volume vol-1 not staged"), { code: grpc.status.NOT_FOUND, details: "volume vol-1 not staged", metadata: new grpc.Metadata() });
+  const driver = Object.assign(new Error("5 NOT_FOUND: volume vol-1 not staged"), {
+    code: grpc.status.NOT_FOUND,
+    details: "volume vol-1 not staged",
+    metadata: new grpc.Metadata(),
+  });
   assert.deepEqual(toStatus(driver), { code: grpc.status.NOT_FOUND, details: "volume vol-1 not staged", unexpected: false });
 });
 
@@ -39,10 +55,21 @@ test("toStatus: the Kubernetes API unreachable, throttling or failing is UNAVAIL
     assert.equal(st.code, grpc.status.UNAVAILABLE, String(status));
     assert.equal(st.unexpected, false);
   }
-  assert.equal(toStatus(new KubeError(0, "ConnectionRefused", "connect ECONNREFUSED")).details, "Kubernetes API: unreachable ConnectionRefused: connect ECONNREFUSED");
-  assert.equal(toStatus(new KubeError(503, "ServiceUnavailable", "the\n  message")).details, "Kubernetes API: 503 ServiceUnavailable: the message", "whitespace folded to one line");
+  assert.equal(
+    toStatus(new KubeError(0, "ConnectionRefused", "connect ECONNREFUSED")).details,
+    "Kubernetes API: unreachable ConnectionRefused: connect ECONNREFUSED",
+  );
+  assert.equal(
+    toStatus(new KubeError(503, "ServiceUnavailable", "the\n  message")).details,
+    "Kubernetes API: 503 ServiceUnavailable: the message",
+    "whitespace folded to one line",
+  );
   for (const status of [404, 422, 499]) {
-    assert.deepEqual(toStatus(new KubeError(status, "Reason", "m")), { code: grpc.status.INTERNAL, details: `Kubernetes API: ${status} Reason: m`, unexpected: true });
+    assert.deepEqual(toStatus(new KubeError(status, "Reason", "m")), {
+      code: grpc.status.INTERNAL,
+      details: `Kubernetes API: ${status} Reason: m`,
+      unexpected: true,
+    });
   }
 });
 
@@ -55,7 +82,11 @@ test("toStatus: the Kubernetes API refusing the sidecar (403) is FAILED_PRECONDI
 });
 
 test("toStatus: anything else is INTERNAL without its text (it may hold what the caller must not see)", () => {
-  assert.deepEqual(toStatus(new Error("token abc123 in /var/run/secret")), { code: grpc.status.INTERNAL, details: "internal error in the sidecar", unexpected: true });
+  assert.deepEqual(toStatus(new Error("token abc123 in /var/run/secret")), {
+    code: grpc.status.INTERNAL,
+    details: "internal error in the sidecar",
+    unexpected: true,
+  });
   assert.deepEqual(toStatus("a string"), { code: grpc.status.INTERNAL, details: "internal error in the sidecar", unexpected: true });
   assert.equal(toStatus({ code: 5 }).code, grpc.status.INTERNAL, "a code without details is no gRPC status");
 });
@@ -110,13 +141,21 @@ test("unaryHandler: a callback that throws is logged, never an unhandled rejecti
   const onUnhandled = (e: unknown) => void unhandled.push(e);
   process.on("unhandledRejection", onUnhandled);
   try {
-    unaryHandler(HEAL, async () => ({}), [], logger)(c.call, () => {
+    unaryHandler(
+      HEAL,
+      async () => ({}),
+      [],
+      logger,
+    )(c.call, () => {
       throw new Error("stream already closed");
     });
     await waitFor("the failure logged", () => lines.some((l) => l["message"] === "answering a call failed"));
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(unhandled, []);
-    assert.deepEqual(lines.find((l) => l["message"] === "answering a call failed"), { level: "error", message: "answering a call failed", method: HEAL, error: "stream already closed" });
+    assert.deepEqual(
+      lines.find((l) => l["message"] === "answering a call failed"),
+      { level: "error", message: "answering a call failed", method: HEAL, error: "stream already closed" },
+    );
   } finally {
     process.off("unhandledRejection", onUnhandled);
   }
@@ -145,12 +184,14 @@ test("unaryHandler: request metadata over 16 KiB (name + value + 32 per entry) i
 
 test("unaryHandler: the context a handler sees (method, peer, metadata, the caller's deadline), and middleware in order, the first outermost", async () => {
   const order: string[] = [];
-  const mw = (name: string): Middleware => async (req, ctx, next) => {
-    order.push(`${name} in`);
-    const res = await next(req, ctx);
-    order.push(`${name} out`);
-    return res;
-  };
+  const mw =
+    (name: string): Middleware =>
+    async (req, ctx, next) => {
+      order.push(`${name} in`);
+      const res = await next(req, ctx);
+      order.push(`${name} out`);
+      return res;
+    };
   const seen: CallContext[] = [];
   const md = new grpc.Metadata();
   md.set("authorization", "Bearer t");
@@ -189,7 +230,16 @@ test("unaryHandler: the caller cancelling aborts the handler's signal, with the 
 });
 
 function ctxOf(method: string, logger = captureLogger("debug").logger): CallContext {
-  return { method, metadata: new grpc.Metadata(), peer: "ipv4:10.0.0.7:41000", deadline: Infinity, signal: new AbortController().signal, fields: { pv: "pv-1" }, logger, user: { username: "system:serviceaccount:csi:healer" } as CallContext["user"] };
+  return {
+    method,
+    metadata: new grpc.Metadata(),
+    peer: "ipv4:10.0.0.7:41000",
+    deadline: Infinity,
+    signal: new AbortController().signal,
+    fields: { pv: "pv-1" },
+    logger,
+    user: { username: "system:serviceaccount:csi:healer" } as CallContext["user"],
+  };
 }
 
 test("deadlineMiddleware: the handler's deadline is the smaller of the caller's and --timeout", async () => {
@@ -223,12 +273,21 @@ test("call log: a change served is logged at info with the call's fields; a rout
   const duration = line["duration"] as number;
   // In seconds, the handler's 20 ms and no more than the whole call took (a timer may fire a ms early).
   assert.ok(duration >= 0.018 && duration <= took + 0.001, `duration ${duration} s of a call that took ${took} s`);
-  assert.deepEqual({ ...line, duration: 0 }, { level: "info", message: "call served", method: HEAL, pv: "pv-1", user: "system:serviceaccount:csi:healer", duration: 0, code: "OK" });
+  assert.deepEqual(
+    { ...line, duration: 0 },
+    { level: "info", message: "call served", method: HEAL, pv: "pv-1", user: "system:serviceaccount:csi:healer", duration: 0, code: "OK" },
+  );
 
   const debug = logged("debug");
   await debug.mw({}, ctxOf(HEALTH, debug.logger), async () => ({}));
   await debug.mw({}, ctxOf("/replication.Controller/GetVolumeReplicationInfo", debug.logger), async () => ({}));
-  assert.deepEqual(debug.lines.map((l) => [l["level"], l["message"], l["code"]]), [["debug", "call served", "OK"], ["debug", "call served", "OK"]]);
+  assert.deepEqual(
+    debug.lines.map((l) => [l["level"], l["message"], l["code"]]),
+    [
+      ["debug", "call served", "OK"],
+      ["debug", "call served", "OK"],
+    ],
+  );
 });
 
 test("call log: refusals counted by reason and logged at warn with the peer; unexpected failures at error with the cause; others at info; the error passes on", async () => {
@@ -239,14 +298,20 @@ test("call log: refusals counted by reason and logged at warn with the peer; une
   await assert.rejects(fail(HEAL, new DomainError("Unauthenticated", "no token")));
   assert.deepEqual(refused, ["permission_denied", "unauthenticated"]);
   const refusals = lines.filter((l) => l["message"] === "call refused");
-  assert.deepEqual(refusals.map((l) => [l["level"], l["reason"], l["code"], l["error"], l["peer"]]), [
-    ["warn", "permission_denied", "PERMISSION_DENIED", "not allowed to heal", "ipv4:10.0.0.7:41000"],
-    ["warn", "unauthenticated", "UNAUTHENTICATED", "no token", "ipv4:10.0.0.7:41000"],
-  ]);
+  assert.deepEqual(
+    refusals.map((l) => [l["level"], l["reason"], l["code"], l["error"], l["peer"]]),
+    [
+      ["warn", "permission_denied", "PERMISSION_DENIED", "not allowed to heal", "ipv4:10.0.0.7:41000"],
+      ["warn", "unauthenticated", "UNAUTHENTICATED", "no token", "ipv4:10.0.0.7:41000"],
+    ],
+  );
 
   await assert.rejects(fail(HEAL, new Error("boom in a handler")));
   const unexpected = lines.find((l) => l["message"] === "call failed unexpectedly")!;
-  assert.deepEqual([unexpected["level"], unexpected["code"], unexpected["error"], unexpected["cause"]], ["error", "INTERNAL", "internal error in the sidecar", "boom in a handler"]);
+  assert.deepEqual(
+    [unexpected["level"], unexpected["code"], unexpected["error"], unexpected["cause"]],
+    ["error", "INTERNAL", "internal error in the sidecar", "boom in a handler"],
+  );
 
   await assert.rejects(fail(HEALTH, new DomainError("NotFound", "PersistentVolume pv-1 not found")));
   const failed = lines.find((l) => l["message"] === "call failed")!;
@@ -256,7 +321,11 @@ test("call log: refusals counted by reason and logged at warn with the peer; une
 
 test("call log: identical failures are written once (the rest summed up later), different ones each", async () => {
   const { mw, lines, logger } = logged();
-  for (let i = 0; i < 5; i++) await assert.rejects(mw({}, ctxOf(HEAL, logger), () => Promise.reject(new DomainError("NotFound", "PersistentVolume pv-1 not found"))));
+  for (let i = 0; i < 5; i++)
+    await assert.rejects(mw({}, ctxOf(HEAL, logger), () => Promise.reject(new DomainError("NotFound", "PersistentVolume pv-1 not found"))));
   await assert.rejects(mw({}, ctxOf(HEAL, logger), () => Promise.reject(new DomainError("NotFound", "PersistentVolume pv-2 not found"))));
-  assert.deepEqual(lines.filter((l) => l["message"] === "call failed").map((l) => l["error"]), ["PersistentVolume pv-1 not found", "PersistentVolume pv-2 not found"]);
+  assert.deepEqual(
+    lines.filter((l) => l["message"] === "call failed").map((l) => l["error"]),
+    ["PersistentVolume pv-1 not found", "PersistentVolume pv-2 not found"],
+  );
 });

@@ -24,7 +24,8 @@ test("a capability is offered only when both its kind and its type match", () =>
   assert.equal(offers(fence, NEEDS.reclaimOffline), false, "another kind");
   assert.throws(
     () => requireCapability(offline, NEEDS.reclaimOnline),
-    (e: Error) => e instanceof DomainError && e.kind === "Unimplemented" && e.message === "driver d.example.com does not offer the ReclaimSpace ONLINE capability",
+    (e: Error) =>
+      e instanceof DomainError && e.kind === "Unimplemented" && e.message === "driver d.example.com does not offer the ReclaimSpace ONLINE capability",
   );
 });
 
@@ -48,21 +49,30 @@ test("a bad pv_name is INVALID_ARGUMENT naming it whole, or its first 64 charact
 });
 
 // setTimeout is mocked, so waitFor cannot be used: the test's own timeout bounds the wait instead.
-test("an upstream call cut by its deadline timer is DEADLINE_EXCEEDED even when the clock has not reached the deadline (the cut driver call answers CANCELLED)", { timeout: 10_000 }, async (t) => {
-  // Under load the deadline timer fires a few ms before Date.now() reaches the deadline (timers
-  // run on the event loop's cached clock): ticking the mocked setTimeout does the same, by a minute.
-  t.mock.timers.enable({ apis: ["setTimeout"] });
-  const offline: Capability[] = [{ type: { $case: "reclaimSpace", reclaimSpace: { type: Reclaim.OFFLINE } } }];
-  const deps = { driver: { ready: true, driver: driver(offline) }, limiter: new Limiter(1, 1) } as unknown as UpstreamDeps;
-  const ctx = { method: "/reclaimspace.ReclaimSpaceController/ControllerReclaimSpace", deadline: Date.now() + 60_000, signal: new AbortController().signal, fields: {} } as unknown as CallContext;
-  let started = false;
-  const answer = relay(deps, ctx, NEEDS.reclaimOffline, ({ signal }) => {
-    started = true;
-    return new Promise((_, reject) => signal.addEventListener("abort", () => reject(new DomainError("Cancelled", "call cancelled")), { once: true }));
-  }).catch((e: unknown) => e);
-  while (!started) await new Promise(setImmediate);
-  t.mock.timers.tick(60_001);
-  const err = await answer;
-  assert.ok(err instanceof DomainError && err.kind === "DeadlineExceeded", String(err));
-  assert.equal(err.message, "deadline exceeded while serving /reclaimspace.ReclaimSpaceController/ControllerReclaimSpace");
-});
+test(
+  "an upstream call cut by its deadline timer is DEADLINE_EXCEEDED even when the clock has not reached the deadline (the cut driver call answers CANCELLED)",
+  { timeout: 10_000 },
+  async (t) => {
+    // Under load the deadline timer fires a few ms before Date.now() reaches the deadline (timers
+    // run on the event loop's cached clock): ticking the mocked setTimeout does the same, by a minute.
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const offline: Capability[] = [{ type: { $case: "reclaimSpace", reclaimSpace: { type: Reclaim.OFFLINE } } }];
+    const deps = { driver: { ready: true, driver: driver(offline) }, limiter: new Limiter(1, 1) } as unknown as UpstreamDeps;
+    const ctx = {
+      method: "/reclaimspace.ReclaimSpaceController/ControllerReclaimSpace",
+      deadline: Date.now() + 60_000,
+      signal: new AbortController().signal,
+      fields: {},
+    } as unknown as CallContext;
+    let started = false;
+    const answer = relay(deps, ctx, NEEDS.reclaimOffline, ({ signal }) => {
+      started = true;
+      return new Promise((_, reject) => signal.addEventListener("abort", () => reject(new DomainError("Cancelled", "call cancelled")), { once: true }));
+    }).catch((e: unknown) => e);
+    while (!started) await new Promise(setImmediate);
+    t.mock.timers.tick(60_001);
+    const err = await answer;
+    assert.ok(err instanceof DomainError && err.kind === "DeadlineExceeded", String(err));
+    assert.equal(err.message, "deadline exceeded while serving /reclaimspace.ReclaimSpaceController/ControllerReclaimSpace");
+  },
+);

@@ -37,6 +37,9 @@ test("endedByDeadline: true for a signal its own deadline ended, false when the 
   parent.abort(new DOMException("gone", "TimeoutError"));
   await byParent;
   await withDeadline(new AbortController().signal, Date.now() + 60_000, async (signal) => void seen.push(signal));
-  assert.deepEqual(seen.map((s) => endedByDeadline(s)), [true, false, false]);
+  assert.deepEqual(
+    seen.map((s) => endedByDeadline(s)),
+    [true, false, false],
+  );
   assert.equal(endedByDeadline(undefined), false);
 });
