@@ -1,5 +1,5 @@
 // Who may call: a bearer token authenticated by a TokenReview and authorized by a
-// SubjectAccessReview (AUTH-POLICY). The named audiences go into one review (by default only this
+// SubjectAccessReview (DESIGN 4.6). The named audiences go into one review (by default only this
 // node's, csi-addons-healer/<node>, which the healer controller's per-node token carries);
 // "@api-server" is a second review without audiences, which the API server answers for its own
 // audiences (what the upstream csi-addons controller's token carries). Either one authenticates:

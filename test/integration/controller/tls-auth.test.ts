@@ -1,4 +1,4 @@
-// DESIGN 7.3 / AUTH-POLICY 5: the controller verifies the sidecar's TLS certificate against
+// DESIGN 7.3 / DESIGN 4.6: the controller verifies the sidecar's TLS certificate against
 // --sidecar-ca-file (server name --sidecar-tls-server-name) and presents the bearer token from
 // --token-file, re-read when the kubelet rotates it. The sidecar runs with auth on and checks
 // verb `call` on csiaddonsnodes/heal.

@@ -357,7 +357,7 @@ describe("RBAC", { skip }, () => {
   test("no wildcards, no escalation verbs, secrets get only", () => {
     for (const r of all) {
       for (const v of [...r.verbs, ...r.apiGroups, ...r.resources, ...(r.resourceNames ?? [])]) assert.ok(!v.includes("*"), `wildcard in ${JSON.stringify(r)}`);
-      // "call" is the callers' permission (AUTH-POLICY): a sidecar holding it could call every sidecar.
+      // "call" is the callers' permission (DESIGN 4.6): a sidecar holding it could call every sidecar.
       for (const v of ["escalate", "bind", "impersonate", "patch", "deletecollection", "call"]) assert.ok(!r.verbs.includes(v), `${v} in ${JSON.stringify(r)}`);
       if (r.resources.includes("secrets")) assert.deepEqual(r.verbs, ["get"]);
       assert.ok(
@@ -372,7 +372,7 @@ describe("RBAC", { skip }, () => {
   });
 
   test("the sidecar never holds the callers' permission (call), in any rendering", () => {
-    // AUTH-POLICY: a node can mint tokens for its pods' ServiceAccounts, so "call" must stay with the callers.
+    // DESIGN 4.6: a node can mint tokens for its pods' ServiceAccounts, so "call" must stay with the callers.
     assert.ok(!all.some((r) => r.verbs.includes("call") || r.verbs.includes("*")), "the sidecar's ServiceAccount may call sidecars");
     for (const objects of [base, ceph, controllerPlugin]) {
       for (const role of objects.filter((o) => o.kind.endsWith("Role")) as (K8sObject & { rules: Rule[] })[]) {

@@ -1,4 +1,4 @@
-// Who may call (AUTH-POLICY): TLS on the controller port, a TokenReview for our audience or the
+// Who may call (DESIGN 4.6): TLS on the controller port, a TokenReview for our audience or the
 // API server's (@api-server), a SubjectAccessReview for "call csiaddonsnodes/heal" — a permission the
 // sidecar's own ServiceAccount does not hold; health stays open. The main sidecar runs with the
 // binary's defaults (no audience or verb flags), as a drop-in replacement of the upstream one would.

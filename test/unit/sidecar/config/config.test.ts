@@ -35,7 +35,7 @@ test("defaults of DESIGN 4.1", () => {
   assert.deepEqual(c.authz, { verb: "call", group: "csiaddons.openshift.io", resource: "csiaddonsnodes" });
 });
 
-test("AUTH-POLICY defaults: this node's audience and the API server's; a dedicated verb per service; all configurable", () => {
+test("DESIGN 4.6 defaults: this node's audience and the API server's; a dedicated verb per service; all configurable", () => {
   const c = cfg(["--node-id=n1", "--pod=p", "--namespace=ns"]);
   assert.equal(c.enableAuth, true);
   assert.deepEqual(c.authAudiences, ["csi-addons-healer/n1", "@api-server"]);
