@@ -3,76 +3,17 @@
 // once placed, how it waits out a deletion, how it backs off and starts over, how many loops run.
 // lifecycle.test.ts shows the same behaviour through a whole sidecar process.
 // unit tier: own process (its tests wait out the manager's real backoffs, about 25 s in all).
-import { after, afterEach, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { KubeApi as TestKube } from "../../../kube/index.js";
-import { createKubeApi } from "../../../../sidecar/kube/client.js";
 import type { KubeApi } from "../../../../sidecar/kube/api.js";
-import { kubeconfigEndpoint } from "../../../../sidecar/kube/kubeconfig.js";
-import { KubeTransport } from "../../../../sidecar/kube/transport.js";
-import { CSIAddonsNodeManager } from "../../../../sidecar/node/manager.js";
 import { csiNode } from "../../../kube/testkit.js";
-import { startTestKube } from "../../../support/cluster.js";
-import { captureLogger } from "../../../support/capture-logger.js";
 import { waitFor } from "../../../support/wait.js";
-import { CSI_ADDONS_NODE_NAME, DAEMONSET, DRIVER, NAMESPACE, NODE, POD, POD_UID, daemonSet, pod } from "../../../support/fixtures.js";
+import { CSI_ADDONS_NODE_NAME, DAEMONSET, DRIVER, NAMESPACE, NODE, POD, daemonSet, pod } from "../../../support/fixtures.js";
+import { CAN, ENDPOINT, api, manager, placed, real, stored, useNodeManagerHarness } from "../../../support/node-manager.js";
 
-const CAN = "csiaddons.openshift.io/v1alpha1";
-const ENDPOINT = `pod://${POD}.${NAMESPACE}:9070`;
 type Obj = Record<string, any>;
 
-let api: TestKube;
-let transport: KubeTransport;
-let real: KubeApi;
-const managers: CSIAddonsNodeManager[] = [];
-
-before(async () => {
-  api = await startTestKube();
-  transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
-  real = createKubeApi(transport);
-});
-
-/** The KubeApi, recording every call (by method, with the time it was made) of one manager. */
-function recorded(over: KubeApi) {
-  const calls: { method: string; at: number }[] = [];
-  const kube = new Proxy(over, {
-    get(target, prop, receiver) {
-      const v = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof v !== "function") return v;
-      return (...args: unknown[]) => {
-        calls.push({ method: String(prop), at: Date.now() });
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-  return { kube, callsOf: (method: string) => calls.filter((c) => c.method === method), methods: () => calls.map((c) => c.method) };
-}
-
-afterEach(async () => {
-  for (const m of managers.splice(0)) m.close();
-  api.faults.clear();
-  const o = stored();
-  if (o) {
-    api.update({ ...o, metadata: { ...o.metadata, finalizers: [] } });
-    if (stored()) api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
-  }
-  api.counters.reset();
-});
-
-after(async () => {
-  transport?.close();
-  await api?.stop();
-});
-
-const stored = () => api.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as Obj | undefined;
-
-function manager(confirmTimeoutMs = 60_000, over = real) {
-  const { lines, logger } = captureLogger("debug");
-  const { kube, callsOf, methods } = recorded(over);
-  const m = new CSIAddonsNodeManager({ kube, logger, namespace: NAMESPACE, pod: POD, podUid: POD_UID, nodeId: NODE, endpoint: ENDPOINT, confirmTimeoutMs });
-  managers.push(m);
-  return { m, lines, callsOf, methods };
-}
+useNodeManagerHarness();
 
 /** A CSIAddonsNode with our spec under our name, as one left by an earlier pod (no owner reference). */
 const ours = () => csiNode(CSI_ADDONS_NODE_NAME, NAMESPACE, { name: DRIVER, endpoint: ENDPOINT, nodeID: NODE });
@@ -83,8 +24,6 @@ async function pendingDeletion(): Promise<void> {
   await api.create({ ...held, metadata: { ...held["metadata"], finalizers: ["csiaddons.openshift.io/node"] } });
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
 }
-
-const placed = (m: CSIAddonsNodeManager) => waitFor("the CSIAddonsNode in place", () => m.presence.condition.ok);
 
 test("placed and left alone: no write while nothing changes, however often the API confirms it; the one create logged", async () => {
   const { m, lines, callsOf } = manager(300);
