@@ -141,7 +141,6 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
   });
   driver.on("down", (why) => readiness.set("driver", false, `driver not connected or not ready: ${why}`));
   nodes.start();
-  pvs.start();
   driver.start();
   const httpPort = http ? (http.address() as { port: number }).port : undefined;
   logger.info("sidecar started", { controllerPort: port, httpPort, driverSocket: config.csiAddonsSocket, tls: config.enableAuth });

@@ -134,10 +134,8 @@ export interface KubeApi {
   watchCSIAddonsNode(namespace: string): Watcher<CSIAddonsNode>;
 
   getPersistentVolume(name: string, signal: AbortSignal): Promise<PersistentVolume | undefined>;
-  /** The PersistentVolume collection's current resourceVersion (a list of one), where a watch of every PV can start. */
-  persistentVolumesVersion(signal: AbortSignal): Promise<string>;
-  /** Changes of every PersistentVolume after `resourceVersion` (no synthetic ADDED of what exists). */
-  watchPersistentVolumes(opts: { resourceVersion: string; signal: AbortSignal }, onEvent: (type: WatchEventType, obj: PersistentVolume) => void): Promise<void>;
+  /** One PersistentVolume, by name (never the collection). */
+  watchPersistentVolume(): Watcher<PersistentVolume>;
   getVolumeAttachment(name: string, signal: AbortSignal): Promise<VolumeAttachment | undefined>;
   getCsiDriver(name: string, signal: AbortSignal): Promise<CsiDriverInfo | undefined>;
   getNode(name: string, signal: AbortSignal): Promise<NodeInfo | undefined>;

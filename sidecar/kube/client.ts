@@ -1,5 +1,5 @@
 // KubeApi over the REST paths the sidecar uses; every call carries the caller's AbortSignal.
-import { KubeError, type CSIAddonsNode, type KubeApi, type Lease, type NodePod, type PersistentVolume, type Watcher, type WatchEventType } from "./api.js";
+import { KubeError, type CSIAddonsNode, type KubeApi, type Lease, type NodePod, type Watcher, type WatchEventType } from "./api.js";
 import type { KubeTransport } from "./transport.js";
 
 const CSI_ADDONS_NODES = "/apis/csiaddons.openshift.io/v1alpha1/namespaces";
@@ -43,12 +43,7 @@ export function createKubeApi(t: KubeTransport): KubeApi {
     replaceLease: (obj, signal) => t.request<Lease>("PUT", leasePath(obj.metadata.namespace!, obj.metadata.name!), obj, signal),
 
     getPersistentVolume: (name, signal) => getOrUndefined(`/api/v1/persistentvolumes/${enc(name)}`, signal),
-    persistentVolumesVersion: async (signal) =>
-      (await get<{ metadata: { resourceVersion: string } }>("/api/v1/persistentvolumes?limit=1", signal)).metadata.resourceVersion,
-    watchPersistentVolumes: ({ resourceVersion, signal }, onEvent) => {
-      const q = new URLSearchParams({ watch: "true", allowWatchBookmarks: "true", resourceVersion });
-      return t.watch(`/api/v1/persistentvolumes?${q}`, signal, (e) => onEvent(e.type as WatchEventType, e.object as PersistentVolume));
-    },
+    watchPersistentVolume: () => watcher("/api/v1/persistentvolumes"),
     getVolumeAttachment: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/volumeattachments/${enc(name)}`, signal),
     getCsiDriver: (name, signal) => getOrUndefined(`/apis/storage.k8s.io/v1/csidrivers/${enc(name)}`, signal),
     getNode: (name, signal) => getOrUndefined(`/api/v1/nodes/${enc(name)}`, signal),

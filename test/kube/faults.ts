@@ -16,6 +16,8 @@ export interface RequestFacts {
   path: string;
   /** A list's or watch's resourceVersion: "unset" (a quorum read from etcd for a list), "0" (the watch cache), or "set". */
   resourceVersion?: "unset" | "0" | "set";
+  /** A list's or watch's one object, when its fieldSelector names it (metadata.name=X); "" for the whole collection. */
+  selected?: string;
 }
 
 /** How a list or watch asked for its resourceVersion, as the counters key it. */
@@ -37,11 +39,13 @@ export class Counters {
   private readonly counts = new Map<string, number>();
   private readonly users = new Map<string, Map<string, number>>();
   private readonly options = new Map<string, number>();
+  private readonly selections = new Map<string, Map<string, number>>();
 
   record(f: RequestFacts, username?: string): void {
     const k = `${f.verb} ${f.resource}`;
     bump(this.counts, k);
     if (f.resourceVersion !== undefined) bump(this.options, `${k} resourceVersion=${f.resourceVersion}`);
+    if (f.selected !== undefined) this.selections.set(k, bump(this.selections.get(k) ?? new Map<string, number>(), f.selected));
     if (username === undefined) return;
     const mine = this.users.get(username) ?? new Map<string, number>();
     this.users.set(username, bump(mine, k));
@@ -54,6 +58,11 @@ export class Counters {
   /** Lists or watches of a resource by how they set resourceVersion: `withResourceVersion("list", "pods", "unset")`. */
   withResourceVersion(verb: "list" | "watch", resource: string, rv: NonNullable<RequestFacts["resourceVersion"]>): number {
     return this.options.get(`${verb} ${resource} resourceVersion=${rv}`) ?? 0;
+  }
+
+  /** Lists or watches of a resource by the one name they selected, "" for those of the whole collection: `byName("watch", "persistentvolumes")`. */
+  byName(verb: "list" | "watch", resource: string): Record<string, number> {
+    return sorted(this.selections.get(`${verb} ${resource}`) ?? new Map<string, number>());
   }
 
   total(filter: { verb?: string; resource?: string } = {}): number {
@@ -69,6 +78,7 @@ export class Counters {
     this.counts.clear();
     this.users.clear();
     this.options.clear();
+    this.selections.clear();
   }
 
   snapshot(): Record<string, number> {

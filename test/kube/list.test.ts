@@ -49,8 +49,12 @@ describe("list", () => {
     await c.custom.deleteNamespacedCustomObject({ group: G, version: V, plural: P, namespace: "default", name: "l-0" });
   });
 
-  test("fieldSelector metadata.name and labelSelector (=, ==, !=, in, exists)", async () => {
+  test("fieldSelector metadata.name and labelSelector (=, ==, !=, in, exists); lists of one name counted by it", async () => {
+    const before = api.counters.byName("list", P);
     assert.deepEqual(names(await list({ fieldSelector: "metadata.name=l-2" })), ["l-2"]);
+    const after = api.counters.byName("list", P);
+    assert.equal(after["l-2"], (before["l-2"] ?? 0) + 1);
+    assert.equal(after[""] ?? 0, before[""] ?? 0, "not as a list of the collection");
     assert.deepEqual(names(await list({ labelSelector: "tier=gold" })), ["l-1", "l-3"]);
     assert.deepEqual(names(await list({ labelSelector: "tier==silver" })), ["l-2"]);
     assert.deepEqual(names(await list({ labelSelector: "tier!=gold" })), ["l-2"]);

@@ -137,6 +137,7 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
       resource: ri.isResource ? resourceWithSub(ri) : ri.path,
       path: ri.path,
       resourceVersion: resourceVersionOption(ri.verb, ri.query),
+      selected: ri.verb === "list" || ri.verb === "watch" ? (selectedName(ri.query.get("fieldSelector")) ?? "") : undefined,
     };
     deps.counters.record(facts, caller.username);
     const delay = deps.faults.delayFor(facts);
