@@ -1,6 +1,8 @@
 // Issue 12: health checks answered from the watched PersistentVolume cache cost no API request,
 // a heal only the VolumeAttachment read for its publish_context, yet a PV being deleted, or gone,
-// is still refused, and without the watch every request reads again. Real sidecar and driver-stub processes, the in-memory API.
+// is still refused, and without the watch every request reads again. Issue 49: the cache is
+// node-scoped: it watches only the PVs it read, each by name, never the PV collection. Real
+// sidecar and driver-stub processes, the in-memory API.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeApi } from "../../kube/index.js";
@@ -45,14 +47,20 @@ describe("PersistentVolume cache", () => {
     sidecar = await startSidecarProc({ driverSocket: stub.addonsSocket, kubeconfig: kube.kubeconfigPath });
     await waitHealth(sidecar, "SERVING");
     client = sidecar.healer();
-    // The cache serves entries only while its watch stands: wait until the watch request arrived.
-    await waitFor("the sidecar's PersistentVolume watch", () => kube.counters.get("watch", "persistentvolumes") >= 1, { timeoutMs: 10_000 });
   });
 
   after(async () => {
     await sidecar?.stop();
     await stub?.stop();
     await kube?.stop();
+  });
+
+  test("nothing watches or lists the PV collection: one watch per PV read, by its name, none for the PVs never asked about", async () => {
+    assert.deepEqual(kube.counters.byName("watch", "persistentvolumes"), {}, "no PV watched before a request named one");
+    for (let i = 0; i < 3; i++) assert.ok((await health("pv-nowatch")).ok);
+    assert.ok((await health("pv-attached")).ok);
+    assert.deepEqual(kube.counters.byName("watch", "persistentvolumes"), { "pv-attached": 1, "pv-nowatch": 1 });
+    assert.deepEqual(kube.counters.byName("list", "persistentvolumes"), {});
   });
 
   test("a repeated health check and IF_ABNORMAL pass cost no API request; a heal reads only its attachment", async () => {
@@ -102,6 +110,7 @@ describe("PersistentVolume cache", () => {
     );
     assert.equal(codeName(refused.code), "FAILED_PRECONDITION");
     assert.match(refused.details, /being deleted/);
+    assert.equal(kube.counters.byName("watch", "persistentvolumes")["pv-deleting"], 2, "the event ended its watch; the read after it started one more");
     const h = await heal("pv-deleting", Mode.ALWAYS);
     assert.ok(!h.ok && codeName(h.code) === "FAILED_PRECONDITION", "a heal is refused too");
     assert.equal(stub.calls({ method: "NodeHealVolume", volumeId: "vol-deleting" }).length, 0, "the driver never healed it");
@@ -121,18 +130,36 @@ describe("PersistentVolume cache", () => {
     assert.equal(codeName(refused.code), "NOT_FOUND");
   });
 
-  test("while the PV watch is down, every check reads the PV again", async () => {
+  test("while PV watches fail, every check reads the PV again; once they stand, checks cost nothing again", async () => {
     kube.faults.failNext(1_000_000, 500, { verb: "watch", resource: "persistentvolumes" });
-    kube.faults.failNext(1_000_000, 500, { verb: "list", resource: "persistentvolumes" });
     kube.faults.dropWatches();
-    // The watch ended: the next one fails, and the cache is dropped; a GET per check proves it.
-    await waitFor("the PV watch to fail", () => sidecar.logLines().some((l) => String(l.message).startsWith("PersistentVolume watch ended")), {
-      timeoutMs: 10_000,
-    });
+    // The cached PV's watch ended, so its entry went with it: the first check that reads shows it.
+    await waitFor(
+      "pv-cached read again",
+      async () => {
+        const r = reads().pv;
+        assert.ok((await health("pv-cached")).ok);
+        return reads().pv > r;
+      },
+      { timeoutMs: 10_000 },
+    );
     const before = reads().pv;
     for (let i = 0; i < 3; i++) assert.ok((await health("pv-nowatch")).ok);
     for (let i = 0; i < 2; i++) assert.ok((await health("pv-cached")).ok);
     assert.equal(reads().pv - before, 5, "one PV read per check");
+    assert.ok(
+      sidecar.logLines().some((l) => String(l.message).startsWith("PersistentVolume watch ended")),
+      "the failed watches were logged",
+    );
     kube.faults.clear();
+    await waitFor(
+      "a check served from the cache again",
+      async () => {
+        const r = reads().pv;
+        assert.ok((await health("pv-nowatch")).ok);
+        return reads().pv === r;
+      },
+      { timeoutMs: 15_000 },
+    );
   });
 });
