@@ -346,7 +346,7 @@ describe("RBAC", { skip }, () => {
       "authentication.k8s.io/tokenreviews: create",
       "authorization.k8s.io/subjectaccessreviews: create",
       "core/nodes: get,watch",
-      "core/persistentvolumes: get,list,watch",
+      "core/persistentvolumes: get,watch",
       "core/pods: list,watch",
       "core/secrets: get",
       "storage.k8s.io/csidrivers: get",

@@ -394,7 +394,6 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "get pods": { step: STEPS[0] },
   "get replicasets": { step: STEPS[0] },
   "get persistentvolumes": { step: STEPS[1], code: "FAILED_PRECONDITION" },
-  "list persistentvolumes": { step: STEPS[7] },
   "watch persistentvolumes": { step: STEPS[7] },
   "get volumeattachments": { step: STEPS[1], code: "FAILED_PRECONDITION" },
   "get nodes": { step: STEPS[1], code: "FAILED_PRECONDITION" }, // the watched Node is asked first
