@@ -7,8 +7,10 @@
 // Node scope (DESIGN 9): nothing here lists or watches the PV collection, so what a sidecar asks
 // of the API server, holds in memory and is sent follows its own node's volumes, never the size of
 // the cluster. The price is one watch per cached PV: over the HTTP/2 connection to the API server
-// each is one stream (a node with 50 volumes in use holds 50), bounded by maxEntries, and the API
-// server's watch cache answers each from memory.
+// each is one stream (a node with 50 volumes in use holds 50; over the HTTP/1.1 fallback, one
+// connection each), and the API server's watch cache answers each from memory. maxEntries bounds
+// them, 200 by default: below the 250 concurrent streams Go's HTTP/2 server allows unless told
+// otherwise, so the sidecar's requests and its other watches always find a stream.
 //
 // Why entries cannot mislead:
 // - spec.csi (driver, volumeHandle, volumeAttributes, nodeStageSecretRef) and spec.volumeMode are
@@ -75,7 +77,7 @@ export class PvCache {
     private readonly logger: Logger,
     opts: PvCacheOptions = {},
   ) {
-    this.maxEntries = opts.maxEntries ?? 256;
+    this.maxEntries = opts.maxEntries ?? 200;
     this.now = opts.now ?? Date.now;
   }
 
