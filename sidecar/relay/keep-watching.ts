@@ -1,4 +1,4 @@
-// The loop of every watched cache of the relay (the Node, this node's Pods, the PVs): an attempt
+// The loop of the relay's watched caches (the Node, this node's Pods): an attempt
 // reads and then watches until the stream ends, and starts again; after a failure it waits first,
 // 200 ms doubling to 10 s, back to 200 ms once a watch has delivered. Until the cache is closed.
 import { Backoff, type Sleep } from "../../common/util/delay.js";
