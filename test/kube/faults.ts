@@ -40,6 +40,7 @@ export class Counters {
   private readonly users = new Map<string, Map<string, number>>();
   private readonly options = new Map<string, number>();
   private readonly selections = new Map<string, Map<string, number>>();
+  private readonly sent = new Map<string, number>();
 
   record(f: RequestFacts, username?: string): void {
     const k = `${f.verb} ${f.resource}`;
@@ -58,6 +59,15 @@ export class Counters {
   /** Lists or watches of a resource by how they set resourceVersion: `withResourceVersion("list", "pods", "unset")`. */
   withResourceVersion(verb: "list" | "watch", resource: string, rv: NonNullable<RequestFacts["resourceVersion"]>): number {
     return this.options.get(`${verb} ${resource} resourceVersion=${rv}`) ?? 0;
+  }
+
+  /** Events the watches of a resource were sent (ADDED, MODIFIED, DELETED, ERROR; not bookmarks): what the server fanned out. */
+  events(resource: string): number {
+    return this.sent.get(resource) ?? 0;
+  }
+
+  recordEvent(resource: string): void {
+    bump(this.sent, resource);
   }
 
   /** Lists or watches of a resource by the one name they selected, "" for those of the whole collection: `byName("watch", "persistentvolumes")`. */
@@ -79,6 +89,7 @@ export class Counters {
     this.users.clear();
     this.options.clear();
     this.selections.clear();
+    this.sent.clear();
   }
 
   snapshot(): Record<string, number> {

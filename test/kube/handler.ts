@@ -54,7 +54,17 @@ function writeOpts(ri: RequestInfo): WriteOpts {
 }
 
 /** Handles one resource request; returns the reply, or undefined when it streamed (watch). */
-export function handleResource(ops: Ops, auth: Auth, ri: RequestInfo, caller: Subject, body: unknown, req: KubeRequest, res: KubeResponse): Reply | undefined {
+export function handleResource(
+  ops: Ops,
+  auth: Auth,
+  ri: RequestInfo,
+  caller: Subject,
+  body: unknown,
+  req: KubeRequest,
+  res: KubeResponse,
+  /** Told of each event a watch sends (bookmarks aside). */
+  sent?: () => void,
+): Reply | undefined {
   const { t, ns } = route(ops, ri);
   const name = ri.name!;
   const table = wantsTable(req.headers.accept);
@@ -72,7 +82,7 @@ export function handleResource(ops: Ops, auth: Auth, ri: RequestInfo, caller: Su
         const fs = ri.query.get("fieldSelector");
         ri.query.set("fieldSelector", [`metadata.name=${ri.name}`, ...(fs ? [fs] : [])].join(","));
       }
-      serveWatch(ops, t, ns, ri.query, req, res, table ? (o) => asTable(t, [o], { resourceVersion: (o.metadata as Obj).resourceVersion }) : undefined);
+      serveWatch(ops, t, ns, ri.query, req, res, table ? (o) => asTable(t, [o], { resourceVersion: (o.metadata as Obj).resourceVersion }) : undefined, sent);
       return undefined;
     }
     case "create": {

@@ -152,7 +152,9 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
       throw attrs.kind === "path" ? forbiddenPath(why) : forbidden({ group: attrs.group, resource: ri.resource }, attrs.name, why);
     }
     const body = ["POST", "PUT", "PATCH", "DELETE"].includes(ri.method) ? await readBody(req, ri.method) : undefined;
-    const reply = ri.isResource ? handleResource(deps.ops, deps.auth, ri, caller, body, req, res) : nonResource(deps, ri);
+    const reply = ri.isResource
+      ? handleResource(deps.ops, deps.auth, ri, caller, body, req, res, () => deps.counters.recordEvent(facts.resource))
+      : nonResource(deps, ri);
     if (!reply) return; // a watch stream owns the response now
     if (typeof reply.body === "string") {
       res.writeHead(reply.code, { "Content-Type": "text/plain; charset=utf-8" });

@@ -50,6 +50,21 @@ describe("watch", () => {
     assert.deepEqual(summary(w.events), ["ADDED w-b", "MODIFIED w-b"]);
   });
 
+  test("resourceVersion=0 with fieldSelector metadata.name: that object's state, then its changes only; counted by name, and by the events sent", async () => {
+    await create("w-n");
+    const before = { named: api.counters.byName("watch", P)["w-n"] ?? 0, events: api.counters.events(P) };
+    const w = await recordWatch(c.watch, nodesPath(), { resourceVersion: "0", fieldSelector: "metadata.name=w-n" });
+    await waitFor("initial ADDED", () => w.events.length >= 1);
+    await create("w-other");
+    await label("w-other", { z: "1" });
+    await label("w-n", { z: "1" });
+    await waitFor("MODIFIED", () => w.events.length >= 2);
+    w.abort();
+    assert.deepEqual(summary(w.events), ["ADDED w-n", "MODIFIED w-n"]);
+    assert.equal(api.counters.byName("watch", P)["w-n"], before.named + 1);
+    assert.equal(api.counters.events(P) - before.events, 2, "nothing of w-other was sent");
+  });
+
   test("fieldSelector metadata.name and labelSelector filter; leaving the selector is a DELETED", async () => {
     const rv = await listRv();
     const byName = await recordWatch(c.watch, nodesPath(), { resourceVersion: rv, fieldSelector: "metadata.name=w-c" });

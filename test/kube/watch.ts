@@ -22,6 +22,8 @@ export function serveWatch(
   req: KubeRequest,
   res: KubeResponse,
   render: (o: Obj) => Obj = (o) => o,
+  /** Told of every event sent but bookmarks (the counters' watch events). */
+  sent: () => void = () => {},
 ): void {
   const key = storageKey(t);
   const byLabel = labelSelector(q.get("labelSelector"));
@@ -38,7 +40,9 @@ export function serveWatch(
   res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "no-cache, private" });
   res.flushHeaders?.();
   const send: Send = (type, object) => {
-    if (!res.writableEnded) res.write(`${JSON.stringify({ type, object: type === "ERROR" || type === "BOOKMARK" ? object : render(object) })}\n`);
+    if (res.writableEnded) return;
+    res.write(`${JSON.stringify({ type, object: type === "ERROR" || type === "BOOKMARK" ? object : render(object) })}\n`);
+    if (type !== "BOOKMARK") sent();
   };
   const deliver = (e: StoreEvent) => {
     const obj = ops.present(t, e.object);

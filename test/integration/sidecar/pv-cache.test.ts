@@ -61,6 +61,11 @@ describe("PersistentVolume cache", () => {
     assert.ok((await health("pv-attached")).ok);
     assert.deepEqual(kube.counters.byName("watch", "persistentvolumes"), { "pv-attached": 1, "pv-nowatch": 1 });
     assert.deepEqual(kube.counters.byName("list", "persistentvolumes"), {});
+    // The rest of the cluster's PVs come and go: nothing of it reaches this sidecar.
+    await waitFor("both watches to have shown their PV", () => kube.counters.events("persistentvolumes") === 2);
+    for (let i = 0; i < 20; i++) await kube.create(pv(`pv-elsewhere-${i}`, { handle: `vol-elsewhere-${i}` }));
+    for (let i = 0; i < 20; i++) kube.delete(PV, "PersistentVolume", undefined, `pv-elsewhere-${i}`);
+    assert.equal(kube.counters.events("persistentvolumes"), 2, "40 changes of other PVs, no event sent to the sidecar");
   });
 
   test("a repeated health check and IF_ABNORMAL pass cost no API request; a heal reads only its attachment", async () => {
