@@ -1,7 +1,7 @@
 // The CSIAddonsNode manager in process against the in-memory API, every KubeApi call recorded
 // with its time: the set-up test/unit/sidecar/node/manager*.test.ts share (two files, so that
-// their real backoffs run side by side). useNodeManagerHarness() registers the hooks in the
-// calling file; `api` and `real` are live bindings, set once its before() ran.
+// their real backoffs run side by side). useNodeManagerHarness() registers the hooks, once per
+// process; `api` and `real` are live bindings, set once its before() ran.
 import { after, afterEach, before } from "node:test";
 import type { KubeApi as TestKube } from "../kube/index.js";
 import { createKubeApi } from "../../sidecar/kube/client.js";
@@ -24,7 +24,12 @@ export let real: KubeApi;
 let transport: KubeTransport | undefined;
 const managers: CSIAddonsNodeManager[] = [];
 
+let registered = false;
+
+/** Once per process: two files of these tests run in one process (--test-isolation=none) share one API. */
 export function useNodeManagerHarness(): void {
+  if (registered) return;
+  registered = true;
   before(async () => {
     api = await startTestKube();
     transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
