@@ -70,7 +70,17 @@ function fakeResolver() {
 }
 
 /** As the server makes it: the call's signal fires at its deadline. */
-function context(deadline: number, signal: AbortSignal = AbortSignal.timeout(Math.max(0, deadline - Date.now()))): CallContext {
+/**
+ * The caller's signal ends at its deadline with a DeadlineExceeded, as the service's own deadline
+ * timer does: which of the two fires first (under load, either can) does not change the answer.
+ */
+function deadlineSignal(deadline: number): AbortSignal {
+  const c = new AbortController();
+  setTimeout(() => c.abort(new DomainError("DeadlineExceeded", "deadline exceeded")), Math.max(0, deadline - Date.now())).unref();
+  return c.signal;
+}
+
+function context(deadline: number, signal: AbortSignal = deadlineSignal(deadline)): CallContext {
   return {
     method: "/sidecar.v1.VolumeHealer/HealVolume",
     metadata: new grpc.Metadata(),
