@@ -5,8 +5,8 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startControllerProc, type ControllerProc } from "../../support/controller.js";
-import type { CallLogEntry } from "../../support/driver-stub.js";
 import { startStack, type Stack } from "../../support/stack.js";
+import { peakOverlap } from "../../support/intervals.js";
 
 const PER_NODE = 2;
 const SLOW = { state: "HEALTHY" as const, delayMs: 1000 };
@@ -25,20 +25,6 @@ after(async () => {
   await stack?.stop();
 });
 
-/** The most calls the driver was in at one moment (each call from receipt to answer, by its own clock). */
-function mostAtOnce(calls: CallLogEntry[]): number {
-  const edges = calls.flatMap((c) => [
-    { t: c.t0, d: 1 },
-    { t: c.t1, d: -1 },
-  ]);
-  // At equal times an answer comes before a receipt: the slot it frees is what lets the next one in.
-  edges.sort((a, b) => a.t - b.t || a.d - b.d);
-  let now = 0;
-  let most = 0;
-  for (const e of edges) most = Math.max(most, (now += e.d));
-  return most;
-}
-
 test(`--per-node-concurrency=${PER_NODE}: the first-sight check of ${PVS.length} slow volumes reaches the node's driver ${PER_NODE} at a time`, async () => {
   controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: [`--per-node-concurrency=${PER_NODE}`] });
   await stack.waitHandled();
@@ -48,5 +34,5 @@ test(`--per-node-concurrency=${PER_NODE}: the first-sight check of ${PVS.length}
     PVS.map((pv) => `handle-${pv}`),
     "every volume checked",
   );
-  assert.equal(mostAtOnce(calls), PER_NODE, `calls at once at the driver; ${JSON.stringify(calls.map((c) => [c.t0, c.t1]))}`);
+  assert.equal(peakOverlap(calls), PER_NODE, `calls at once at the driver; ${JSON.stringify(calls.map((c) => [c.t0, c.t1]))}`);
 });
