@@ -8,7 +8,14 @@ import * as grpc from "@grpc/grpc-js";
 import { IdentityClient, type GetCapabilitiesResponse } from "../../proto/gen/identity/identity.js";
 import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
 import { findOne, loadManifests } from "./deploy/load.js";
+import { installGrants } from "./deploy/grants.js";
+import { loadRbacRules, sidecarServiceAccount } from "./deploy/rbac.js";
+import { NAMESPACE } from "./fixtures.js";
 import { call, type Outcome } from "./grpc.js";
+import { startSidecarProc, type SidecarProc } from "./sidecar.js";
+
+/** The sidecar's own ServiceAccount, as the API server names it. */
+export const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 
 /** The upstream controller's ServiceAccount, as the API server names it. */
 export const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
@@ -20,6 +27,24 @@ export function addUpstreamToken(kube: KubeApi, token: string): void {
     groups: ["system:serviceaccounts", "system:serviceaccounts:csi-addons-system"],
     audiences: [KUBE_API_AUDIENCE],
   });
+}
+
+/**
+ * The sidecar as deploy/ runs it, where the upstream controller would call it: as its own
+ * ServiceAccount (`token`) holding exactly deploy/'s RBAC, with deploy/'s auth flags.
+ */
+export function startShippedSidecar(kube: KubeApi, token: string, driverSocket: string): Promise<SidecarProc> {
+  kube.auth.addToken(token, {
+    username: SIDECAR_USER,
+    groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
+    audiences: [KUBE_API_AUDIENCE],
+  });
+  const own = loadRbacRules();
+  installGrants(kube, [
+    { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
+    { user: SIDECAR_USER, rules: own.cluster },
+  ]);
+  return startSidecarProc({ driverSocket, kubeconfig: kube.writeKubeconfig(token, SIDECAR_USER), args: shippedAuthFlags() });
 }
 
 /** The flags of deploy/'s sidecar container that decide who may call (--enable-auth, --auth-*). */

@@ -12,15 +12,14 @@ import * as grpc from "@grpc/grpc-js";
 import { KUBE_API_AUDIENCE, startKubeApi, type KubeApi } from "../../kube/index.js";
 import { loadComponents } from "../../support/deploy/load.js";
 import { grantsOf, installGrants } from "../../support/deploy/grants.js";
-import { loadRbacRules, sidecarServiceAccount } from "../../support/deploy/rbac.js";
+import { loadRbacRules } from "../../support/deploy/rbac.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
-import { startSidecarProc, type SidecarProc } from "../../support/sidecar.js";
+import type { SidecarProc } from "../../support/sidecar.js";
 import { codeName } from "../../support/grpc.js";
-import { UPSTREAM_USER, addUpstreamToken, shippedAuthFlags, upstreamConnect } from "../../support/upstream-controller.js";
+import { UPSTREAM_USER, addUpstreamToken, shippedAuthFlags, startShippedSidecar, upstreamConnect } from "../../support/upstream-controller.js";
 import { waitFor } from "../../support/wait.js";
-import { NAMESPACE, baseObjects, upstreamCrdFile } from "../../support/fixtures.js";
+import { baseObjects, upstreamCrdFile } from "../../support/fixtures.js";
 
-const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const RANDOM_USER = "system:serviceaccount:default:default";
 const TOKENS = {
   upstream: "upstream-controller-token-4f1e2d3c",
@@ -36,29 +35,18 @@ describe("the upstream csi-addons controller against deploy/'s settings", () => 
   before(async () => {
     kube = await startKubeApi({ tls: true, requireRbac: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
     addUpstreamToken(kube, TOKENS.upstream);
-    kube.auth.addToken(TOKENS.sidecar, {
-      username: SIDECAR_USER,
-      groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
-      audiences: [KUBE_API_AUDIENCE],
-    });
     kube.auth.addToken(TOKENS.random, {
       username: RANDOM_USER,
       groups: ["system:serviceaccounts", "system:serviceaccounts:default"],
       audiences: [KUBE_API_AUDIENCE],
     });
-    const own = loadRbacRules();
-    installGrants(kube, [
-      { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
-      { user: SIDECAR_USER, rules: own.cluster },
-      // The component binds the ClusterRole that components/controller defines.
-      ...grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER),
-    ]);
+    // The component binds the ClusterRole that components/controller defines.
+    installGrants(
+      kube,
+      grantsOf(loadComponents("controller", "upstream-controller-access")).filter((g) => g.user === UPSTREAM_USER),
+    );
     stub = await startDriverStub({});
-    sidecar = await startSidecarProc({
-      driverSocket: stub.addonsSocket,
-      kubeconfig: kube.writeKubeconfig(TOKENS.sidecar, SIDECAR_USER),
-      args: shippedAuthFlags(),
-    });
+    sidecar = await startShippedSidecar(kube, TOKENS.sidecar, stub.addonsSocket);
   });
 
   after(async () => {

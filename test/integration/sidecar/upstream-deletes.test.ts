@@ -6,19 +6,17 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
-import { KUBE_API_AUDIENCE, startKubeApi, type KubeApi } from "../../kube/index.js";
+import { startKubeApi, type KubeApi } from "../../kube/index.js";
 import { loadComponents } from "../../support/deploy/load.js";
 import { grantsOf, installGrants } from "../../support/deploy/grants.js";
-import { loadRbacRules, sidecarServiceAccount } from "../../support/deploy/rbac.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
-import { startSidecarProc, type SidecarProc } from "../../support/sidecar.js";
+import type { SidecarProc } from "../../support/sidecar.js";
 import { codeName } from "../../support/grpc.js";
-import { UPSTREAM_USER, addUpstreamToken, shippedAuthFlags, upstreamConnect } from "../../support/upstream-controller.js";
+import { UPSTREAM_USER, addUpstreamToken, startShippedSidecar, upstreamConnect } from "../../support/upstream-controller.js";
 import { waitFor } from "../../support/wait.js";
 import { CSI_ADDONS_NODE_NAME, NAMESPACE, baseObjects, upstreamCrdFile } from "../../support/fixtures.js";
 
 const CAN = "csiaddons.openshift.io/v1alpha1";
-const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const TOKENS = { upstream: "upstream-controller-token-9e8d7c6b", sidecar: "sidecar-sa-token-5f4e3d2c" };
 /** How long the refused controller keeps deleting; issue 46 saw 90 deletions in this time. */
 const WINDOW_MS = 20_000;
@@ -46,22 +44,8 @@ describe("the upstream controller refused, deleting the CSIAddonsNode after each
   before(async () => {
     kube = await startKubeApi({ tls: true, requireRbac: true, crdFiles: [upstreamCrdFile], seed: baseObjects() });
     addUpstreamToken(kube, TOKENS.upstream);
-    kube.auth.addToken(TOKENS.sidecar, {
-      username: SIDECAR_USER,
-      groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
-      audiences: [KUBE_API_AUDIENCE],
-    });
-    const own = loadRbacRules();
-    installGrants(kube, [
-      { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
-      { user: SIDECAR_USER, rules: own.cluster },
-    ]);
     stub = await startDriverStub({});
-    sidecar = await startSidecarProc({
-      driverSocket: stub.addonsSocket,
-      kubeconfig: kube.writeKubeconfig(TOKENS.sidecar, SIDECAR_USER),
-      args: shippedAuthFlags(),
-    });
+    sidecar = await startShippedSidecar(kube, TOKENS.sidecar, stub.addonsSocket);
     await waitFor("the sidecar ready", async () => (await sidecar.readyz()) === 200, { timeoutMs: 30_000 });
   });
 
