@@ -57,6 +57,8 @@ export class CSIAddonsNodeManager {
   private readonly own: Record<string, string> = {};
   /** CARRIED_ANNOTATIONS as the object last showed them (reads, watch events, our writes). */
   private carried: Record<string, string> = {};
+  /** The resourceVersion `carried` was taken from. */
+  private observedRv = 0;
   /** The driver's boot id was compared with the one the object kept (or there was no object). */
   private bootCompared = false;
   private owner: PodOwner | undefined;
@@ -119,6 +121,14 @@ export class CSIAddonsNodeManager {
 
   /** Keeps what the object says about restarts, to write it again should the object be made anew. */
   private observe(obj: CSIAddonsNode): void {
+    // A read answered after a newer watch event (the periodic check's, a reconcile's) must not
+    // bring back what that event replaced. resourceVersions are opaque to clients, but every API
+    // server in use hands out etcd's increasing revision; one that does not parse is taken as new.
+    const rv = Number(obj.metadata.resourceVersion);
+    if (Number.isSafeInteger(rv)) {
+      if (rv < this.observedRv) return;
+      this.observedRv = rv;
+    }
     const a = obj.metadata.annotations ?? {};
     const carried: Record<string, string> = {};
     for (const k of CARRIED_ANNOTATIONS) if (a[k] !== undefined) carried[k] = a[k];
