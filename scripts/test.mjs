@@ -79,7 +79,14 @@ function runTests(nodeArgs, files, live) {
     child.once("close", (code) => {
       if (!live) process.stdout.write(`${out}\n(${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
       const count = (what) => Number(new RegExp(`^ℹ ${what} (\\d+)$`, "m").exec(out)?.[1] ?? 0);
-      resolve({ ok: code === 0, pass: count("pass"), fail: count("fail") + count("cancelled"), skipped: count("skipped") });
+      const failing = out.indexOf("✖ failing tests:");
+      resolve({
+        ok: code === 0,
+        pass: count("pass"),
+        fail: count("fail") + count("cancelled"),
+        skipped: count("skipped"),
+        failing: failing === -1 ? (code === 0 ? "" : out.slice(-4000)) : out.slice(failing),
+      });
     });
   });
 }
@@ -105,6 +112,7 @@ if (tiers.length === 0) {
 console.log(`tests run on Node ${process.version} (${process.execPath}), ${cores} cores`);
 if (tiers.some((t) => t.tier === "integration")) console.log(`programs: ${buildStale((line) => console.log(line))}`);
 const took = [];
+const failures = [];
 const total = { ok: true, pass: 0, fail: 0, skipped: 0 };
 for (const { tier, files: tierFiles } of tiers) {
   const concurrency = Number(process.env["TEST_CONCURRENCY"] ?? CONCURRENCY[tier]);
@@ -120,9 +128,12 @@ for (const { tier, files: tierFiles } of tiers) {
   }
   const ok = results.every((r) => r.ok);
   for (const r of results) for (const k of ["pass", "fail", "skipped"]) total[k] += r[k];
+  for (const r of results) if (r.failing) failures.push(`${tier}: ${r.failing.trim()}`);
   total.ok &&= ok;
   took.push(`${tier} ${((Date.now() - started) / 1000).toFixed(1)} s${ok ? "" : " (failed)"}`);
 }
+// Again at the end, where a log cut to its tail (a CI summary) still shows which test failed and why.
+if (failures.length > 0) console.log(`\n${failures.join("\n\n")}`);
 console.log(`\n${took.join(", ")}`);
 console.log(`tests: ${total.pass} passed, ${total.fail} failed${total.skipped ? `, ${total.skipped} skipped` : ""}`);
 process.exit(total.ok ? 0 : 1);
