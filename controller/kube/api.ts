@@ -23,6 +23,8 @@ export interface ClusterView extends EventEmitter<ClusterEvents> {
 export interface EventRecord {
   /** The object the event is about. */
   involved: { kind: "PersistentVolume" | "PersistentVolumeClaim"; namespace: string | undefined; name: string; uid: string | undefined; apiVersion: "v1" };
+  /** The PV, when the event is on its claim (the Event's `related`). */
+  related?: { kind: "PersistentVolume"; name: string; uid: string | undefined; apiVersion: "v1" };
   type: "Normal" | "Warning";
   reason: string;
   message: string;

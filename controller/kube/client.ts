@@ -136,6 +136,7 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
           namespace: e.involved.namespace,
           uid: e.involved.uid,
         },
+        ...(e.related ? { related: e.related } : {}),
         type: e.type,
         reason: e.reason,
         message: e.message,

@@ -1,4 +1,6 @@
-// Kubernetes Events on the PV and its bound PVC (DESIGN 7.4). A repeat of the same event (same
+// One Kubernetes Event per heal outcome (DESIGN 7.4): on the PV's bound claim, naming the PV as
+// `related`, where the volume's users look (`kubectl describe pvc`, in their namespace); on the PV
+// when it has no claim. An Event on both doubled the writes of a restart heal: two per volume. A repeat of the same event (same
 // object, reason and message) bumps the count of the one already sent instead of flooding.
 //
 // Events are reports, and heals come first. They are written one at a time from a bounded backlog,
@@ -65,13 +67,12 @@ export class EventRecorder {
     this.remembered = opts.remembered ?? REMEMBERED;
   }
 
-  /** Queues the event on the PV and, when bound, on its claim. Never throws or waits: a lost event must not stop healing. */
+  /** Queues the event on the PV's claim, else on the PV. Never throws or waits: a lost event must not stop healing. */
   volume(pv: PvInfo, type: EventRecord["type"], reason: string, message: string): void {
-    this.enqueue({ involved: { kind: "PersistentVolume", apiVersion: "v1", namespace: undefined, name: pv.name, uid: pv.uid }, type, reason, message });
-    if (pv.claim) {
-      const { namespace, name, uid } = pv.claim;
-      this.enqueue({ involved: { kind: "PersistentVolumeClaim", apiVersion: "v1", namespace, name, uid }, type, reason, message });
-    }
+    const onPv = { kind: "PersistentVolume", apiVersion: "v1", name: pv.name, uid: pv.uid } as const;
+    if (!pv.claim) return this.enqueue({ involved: { ...onPv, namespace: undefined }, type, reason, message });
+    const { namespace, name, uid } = pv.claim;
+    this.enqueue({ involved: { kind: "PersistentVolumeClaim", apiVersion: "v1", namespace, name, uid }, related: onPv, type, reason, message });
   }
 
   /** Resolves once every queued event is written (or given up), or after `timeoutMs`: for shutdown. */

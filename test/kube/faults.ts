@@ -41,6 +41,7 @@ export class Counters {
   private readonly options = new Map<string, number>();
   private readonly selections = new Map<string, Map<string, number>>();
   private readonly sent = new Map<string, number>();
+  private readonly sentTo = new Map<string, Map<string, number>>();
 
   record(f: RequestFacts, username?: string): void {
     const k = `${f.verb} ${f.resource}`;
@@ -66,8 +67,14 @@ export class Counters {
     return this.sent.get(resource) ?? 0;
   }
 
-  recordEvent(resource: string): void {
+  /** The same, per watcher's username and resource: what each client had to receive and decode. */
+  eventsByUser(): Record<string, Record<string, number>> {
+    return Object.fromEntries([...this.sentTo.keys()].sort().map((u) => [u, sorted(this.sentTo.get(u)!)]));
+  }
+
+  recordEvent(resource: string, username?: string): void {
     bump(this.sent, resource);
+    if (username !== undefined) this.sentTo.set(username, bump(this.sentTo.get(username) ?? new Map<string, number>(), resource));
   }
 
   /** Lists or watches of a resource by the one name they selected, "" for those of the whole collection: `byName("watch", "persistentvolumes")`. */
@@ -90,6 +97,7 @@ export class Counters {
     this.options.clear();
     this.selections.clear();
     this.sent.clear();
+    this.sentTo.clear();
   }
 
   snapshot(): Record<string, number> {

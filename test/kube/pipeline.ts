@@ -153,7 +153,7 @@ export async function handle(deps: PipelineDeps, req: KubeRequest, res: KubeResp
     }
     const body = ["POST", "PUT", "PATCH", "DELETE"].includes(ri.method) ? await readBody(req, ri.method) : undefined;
     const reply = ri.isResource
-      ? handleResource(deps.ops, deps.auth, ri, caller, body, req, res, () => deps.counters.recordEvent(facts.resource))
+      ? handleResource(deps.ops, deps.auth, ri, caller, body, req, res, () => deps.counters.recordEvent(facts.resource, caller.username))
       : nonResource(deps, ri);
     if (!reply) return; // a watch stream owns the response now
     if (typeof reply.body === "string") {

@@ -52,7 +52,7 @@ export interface KubeApi {
   connectionsAccepted(): number;
   /** TCP connections open now. */
   connectionsOpen(): number;
-  counters: Pick<Counters, "withResourceVersion" | "byName" | "events"> & {
+  counters: Pick<Counters, "withResourceVersion" | "byName" | "events" | "eventsByUser"> & {
     get(verb: string, resource: string): number;
     total(filter?: { verb?: string; resource?: string }): number;
     reset(): void;

@@ -52,7 +52,8 @@ describe("watch", () => {
 
   test("resourceVersion=0 with fieldSelector metadata.name: that object's state, then its changes only; counted by name, and by the events sent", async () => {
     await create("w-n");
-    const before = { named: api.counters.byName("watch", P)["w-n"] ?? 0, events: api.counters.events(P) };
+    const sentToAll = () => Object.values(api.counters.eventsByUser()).reduce((n, byResource) => n + (byResource[P] ?? 0), 0);
+    const before = { named: api.counters.byName("watch", P)["w-n"] ?? 0, events: api.counters.events(P), byUser: sentToAll() };
     const w = await recordWatch(c.watch, nodesPath(), { resourceVersion: "0", fieldSelector: "metadata.name=w-n" });
     await waitFor("initial ADDED", () => w.events.length >= 1);
     await create("w-other");
@@ -63,6 +64,7 @@ describe("watch", () => {
     assert.deepEqual(summary(w.events), ["ADDED w-n", "MODIFIED w-n"]);
     assert.equal(api.counters.byName("watch", P)["w-n"], before.named + 1);
     assert.equal(api.counters.events(P) - before.events, 2, "nothing of w-other was sent");
+    assert.equal(sentToAll() - before.byUser, 2, "the events sent are counted for their watcher too");
   });
 
   test("fieldSelector metadata.name and labelSelector filter; leaving the selector is a DELETED", async () => {

@@ -1,6 +1,6 @@
 // DESIGN 7.2 periodic check and 7.4 reports: between restarts, a jittered IF_ABNORMAL pass per
 // sidecar heals what is broken, in one round trip, and leaves healthy volumes alone beyond the
-// check; the heal shows up as Events on the PV and its claim, and in the metrics.
+// check; the heal shows up as Events on the PV's claim (naming the PV), and in the metrics.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startControllerProc, type ControllerProc } from "../../support/controller.js";
@@ -23,7 +23,14 @@ after(async () => {
   await stack?.stop();
 });
 
-type Ev = { reason: string; type: string; count: number; involvedObject: { kind: string; name: string; namespace?: string }; source?: { component?: string } };
+type Ev = {
+  reason: string;
+  type: string;
+  count: number;
+  involvedObject: { kind: string; name: string; namespace?: string };
+  related?: { kind: string; name: string };
+  source?: { component?: string };
+};
 const events = (ns: string) => stack.kube.list("v1", "Event", ns) as Ev[];
 
 const breakPvBad = () =>
@@ -48,14 +55,14 @@ test("an ABNORMAL volume is healed by the periodic pass; a HEALTHY one is only c
   for (const l of controller.heals({ trigger: "periodic" })) assert.equal(l.mode, "IF_ABNORMAL");
 });
 
-test("Events on the PV and its bound PVC; none for NOT_NEEDED", async () => {
+test("Events on the bound PVC, naming the PV as related, and not again on the PV; none for NOT_NEEDED", async () => {
   await healedOnce();
   const want = (list: Ev[], kind: string, name: string) =>
-    ["VolumeAbnormal", "VolumeHealed"].every((r) => list.some((e) => e.reason === r && e.involvedObject.kind === kind && e.involvedObject.name === name));
-  await waitFor(
-    "events on PV and PVC",
-    () => want(events("default"), "PersistentVolume", "pv-bad") && want(events(NAMESPACE), "PersistentVolumeClaim", "data-bad"),
-  );
+    ["VolumeAbnormal", "VolumeHealed"].every((r) =>
+      list.some((e) => e.reason === r && e.involvedObject.kind === kind && e.involvedObject.name === name && e.related?.name === "pv-bad"),
+    );
+  await waitFor("events on the PVC", () => want(events(NAMESPACE), "PersistentVolumeClaim", "data-bad"));
+  assert.deepEqual(events("default"), [], "one Event per outcome: none on the PV as well");
   const all = [...events("default"), ...events(NAMESPACE)];
   assert.ok(all.every((e) => e.source?.component === "csi-addons-healer"));
   assert.equal(all.filter((e) => e.involvedObject.name === "pv-ok").length, 0, "nothing for NOT_NEEDED");
@@ -64,7 +71,7 @@ test("Events on the PV and its bound PVC; none for NOT_NEEDED", async () => {
 });
 
 test("a repeated event is aggregated (count), not sent again", async () => {
-  const healedEvents = () => events("default").filter((e) => e.reason === "VolumeHealed" && e.involvedObject.name === "pv-bad");
+  const healedEvents = () => events(NAMESPACE).filter((e) => e.reason === "VolumeHealed" && e.involvedObject.name === "data-bad");
   await healedOnce();
   const count = await waitFor("the first VolumeHealed", () => healedEvents()[0]?.count);
   breakPvBad();
