@@ -5,12 +5,17 @@
 // server granted, then replaced on the next call; concurrent calls share one request, so a new
 // node (or a restarted sidecar) costs one TokenRequest, not one per call. A token a sidecar
 // refused (UNAUTHENTICATED) is dropped so the next call asks again. Should a renewal fail, the
-// current token is used while it is still valid.
+// current token is used while it is still valid. At most MAX_ASKING TokenRequests are in flight: a
+// controller that starts or takes over sees every node at once, and a thousand requests at once
+// held a thousand connections' worth of TLS state and tripped its heap limit (the cluster bench);
+// a few at a time cost the same requests and little waiting (each is answered in milliseconds).
 import { nodeAudience } from "../../common/auth/audience.js";
 import { KubeRequestError, type IssuedToken, type KubeWrites } from "../kube/api.js";
 
 /** Fraction of its lifetime after which a token is replaced (client-go's projected-token refresh point). */
 const REFRESH_AT = 0.8;
+/** TokenRequests in flight at once. */
+const MAX_ASKING = 8;
 
 export class TokenUnavailableError extends Error {
   /** true: asking again later may work (the API server was unreachable or busy). */
@@ -29,6 +34,8 @@ interface Held extends IssuedToken {
 export class NodeTokens {
   private readonly held = new Map<string, Held>();
   private readonly asking = new Map<string, Promise<Held>>();
+  private inFlight = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(
     private readonly kube: Pick<KubeWrites, "requestToken">,
@@ -65,8 +72,9 @@ export class NodeTokens {
       const started = Date.now();
       const { namespace, name } = this.serviceAccount;
       // Not the caller's signal: the request is shared, and its result serves the next calls too.
-      p = this.kube
-        .requestToken(namespace, name, [nodeAudience(node)], this.expirationSeconds, AbortSignal.timeout(15_000))
+      p = this.slot()
+        .then(() => this.kube.requestToken(namespace, name, [nodeAudience(node)], this.expirationSeconds, AbortSignal.timeout(15_000)))
+        .finally(() => this.release())
         .then((t) => {
           const held = { ...t, refreshAtMs: started + REFRESH_AT * Math.max(0, t.expiresAtMs - started) };
           this.held.set(node, held);
@@ -82,6 +90,21 @@ export class NodeTokens {
       this.asking.set(node, p);
     }
     return signal ? raceAbort(p, signal) : p;
+  }
+
+  /** Waits for one of the MAX_ASKING slots (first come, first served). */
+  private slot(): Promise<void> {
+    if (this.inFlight < MAX_ASKING) {
+      this.inFlight++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.inFlight--;
   }
 }
 

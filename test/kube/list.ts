@@ -64,7 +64,7 @@ export function listObjects(ops: Ops, t: ResourceType, ns: string | undefined, q
     if (!Number.isInteger(rv) || rv <= 0) throw badRequest("resourceVersionMatch=Exact needs a resourceVersion");
   }
   const snapshot = ops.store.range(key, rv);
-  if (!snapshot) throw cont ? expired(tooOldContinue) : expired(`too old resource version: ${rv} (${ops.store.oldestAvailableRv + 1})`);
+  if (!snapshot) throw cont ? expired(tooOldContinue) : expired(`too old resource version: ${rv} (${ops.store.oldestListableRv(key) + 1})`);
 
   // As etcd reads a range: from the continue key on, only as far as the page needs (then on, to
   // count or find what remains); nothing is copied but the page.

@@ -33,7 +33,7 @@ export interface KubeApiOptions {
    * @kubernetes/client-node nor kubectl would talk to it (they refuse tokens over plain HTTP).
    */
   tls?: boolean;
-  /** Events kept for watch resumption; older resourceVersions answer 410 Gone. */
+  /** Events kept per resource for watch resumption (its watch cache), and revisions kept in all for paginated lists; older resourceVersions answer 410 Gone. */
   historySize?: number;
 }
 

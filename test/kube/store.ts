@@ -1,7 +1,12 @@
 // Raw storage, the way etcd + the watch cache behave for the API server: one global revision
-// counter (resourceVersion), ordered keys, a bounded event history (older revisions are
-// "compacted", which is what makes a too-old resourceVersion answer 410), and watchers that see
-// every committed change in commit order. It knows nothing of validation or HTTP.
+// counter (resourceVersion), ordered keys, a bounded event history per resource, as the API
+// server's watch cache keeps one per resource (older revisions of a resource are "compacted",
+// which is what makes a too-old resourceVersion answer 410; writes of other resources never age
+// a resource's window, so an informer of unchanging PVs is not sent back to re-list by a flood of
+// Events), while etcd itself keeps the last historyLimit revisions of all resources (a paginated
+// list's snapshot, read from etcd, is gone once those move past it), and watchers that see every
+// committed change in commit order. It knows nothing of
+// validation or HTTP.
 import { clone, metaOf, type Obj } from "./json.js";
 
 export type EventType = "ADDED" | "MODIFIED" | "DELETED";
@@ -29,9 +34,10 @@ const byKey = ([a]: readonly [string, Obj], [b]: readonly [string, Obj]) => (a <
 export class Store {
   private rv = 0;
   private readonly data = new Map<string, Map<string, Obj>>();
-  private readonly history: StoreEvent[] = [];
-  /** Every event with rv <= compactedRv is gone from history. */
-  private compactedRv = 0;
+  /** Each resource's recent events, oldest first. */
+  private readonly history = new Map<string, StoreEvent[]>();
+  /** Per resource: every event with rv <= this is gone from its history. */
+  private readonly compacted = new Map<string, number>();
   private readonly watchers = new Set<Watcher>();
   private readonly listeners: ((e: StoreEvent) => void)[] = [];
   /** Each resource's objects in key order, kept until it next changes (a paginated list reads it page after page). */
@@ -43,8 +49,14 @@ export class Store {
     return this.rv;
   }
 
-  get oldestAvailableRv(): number {
-    return this.compactedRv;
+  /** The oldest revision a watch of `key` can start from (its watch cache's window). */
+  oldestAvailableRv(key: string): number {
+    return this.compacted.get(key) ?? 0;
+  }
+
+  /** The oldest revision a list of `key` can read (etcd's compaction, and what `key`'s history can rebuild). */
+  oldestListableRv(key: string): number {
+    return Math.max(this.rv - this.historyLimit, this.oldestAvailableRv(key));
   }
 
   get(key: string, ns: string | undefined, name: string): Obj | undefined {
@@ -69,11 +81,11 @@ export class Store {
       if (!r) this.ordered.set(key, (r = [...(this.data.get(key) ?? new Map<string, Obj>()).entries()].sort(byKey)));
       return r;
     }
-    if (rv < this.compactedRv) return undefined;
+    if (rv < this.oldestListableRv(key)) return undefined;
     const state = new Map(this.range(key)!);
-    for (let i = this.history.length - 1; i >= 0 && this.history[i]!.rv > rv; i--) {
-      const e = this.history[i]!;
-      if (e.key !== key) continue;
+    const history = this.history.get(key) ?? [];
+    for (let i = history.length - 1; i >= 0 && history[i]!.rv > rv; i--) {
+      const e = history[i]!;
       const k = objKey(e.namespace || undefined, e.name);
       if (e.prev) state.set(k, e.prev);
       else state.delete(k);
@@ -92,8 +104,8 @@ export class Store {
 
   /** Events of `key` after `rv`, or undefined when some of them were compacted (→ 410 Gone). */
   eventsSince(key: string, rv: number): StoreEvent[] | undefined {
-    if (rv < this.compactedRv) return undefined;
-    return this.history.filter((e) => e.rv > rv && e.key === key).map((e) => ({ ...e, object: clone(e.object), prev: clone(e.prev) }));
+    if (rv < this.oldestAvailableRv(key)) return undefined;
+    return (this.history.get(key) ?? []).filter((e) => e.rv > rv).map((e) => ({ ...e, object: clone(e.object), prev: clone(e.prev) }));
   }
 
   /** Writes `obj` (ADDED or MODIFIED) with a fresh resourceVersion; returns the stored copy. */
@@ -130,8 +142,10 @@ export class Store {
   }
 
   private emit(e: StoreEvent): void {
-    this.history.push(e);
-    while (this.history.length > this.historyLimit) this.compactedRv = this.history.shift()!.rv;
+    let history = this.history.get(e.key);
+    if (!history) this.history.set(e.key, (history = []));
+    history.push(e);
+    while (history.length > this.historyLimit) this.compacted.set(e.key, history.shift()!.rv);
     for (const w of this.watchers) if (w.key === e.key) w.onEvent({ ...e, object: clone(e.object), prev: clone(e.prev) });
     for (const l of this.listeners) l(e);
   }

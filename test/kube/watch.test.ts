@@ -102,6 +102,17 @@ describe("watch", () => {
     assert.match(w.events[0]!.object.message, new RegExp(`^too old resource version: ${old} \\(\\d+\\)$`));
   });
 
+  test("each resource keeps a history of its own (the API server's watch cache per resource): a flood of writes elsewhere does not expire a watch", async () => {
+    await create("w-keep");
+    const old = await listRv();
+    for (let i = 0; i < HISTORY + 5; i++) await api.create({ apiVersion: "v1", kind: "Secret", metadata: { name: `flood-${i}`, namespace: "default" } });
+    const w = await recordWatch(c.watch, nodesPath(), { resourceVersion: old });
+    await label("w-keep", { kept: "yes" });
+    await waitFor("MODIFIED", () => w.events.length >= 1);
+    w.abort();
+    assert.deepEqual(summary(w.events), ["MODIFIED w-keep"]);
+  });
+
   test("timeoutSeconds ends the stream", async () => {
     const started = Date.now();
     const w = await recordWatch(c.watch, nodesPath(), { resourceVersion: await listRv(), timeoutSeconds: 1 });

@@ -70,7 +70,7 @@ export function serveWatch(
   } else {
     const events = ops.store.eventsSince(key, Number(rvParam));
     if (!events) {
-      send("ERROR", expired(`too old resource version: ${rvParam} (${ops.store.oldestAvailableRv + 1})`).status as unknown as Obj);
+      send("ERROR", expired(`too old resource version: ${rvParam} (${ops.store.oldestAvailableRv(key) + 1})`).status as unknown as Obj);
       res.end();
       return;
     }
