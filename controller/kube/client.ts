@@ -16,7 +16,8 @@ import {
 } from "@kubernetes/client-node";
 import { KubeRequestError, type KubeWrites, type NodeClaim, type StoredLease } from "./api.js";
 import { claimsOfPod } from "../../common/kube/pod-claims.js";
-import { jsonRequest } from "./json-request.js";
+import { jsonRequest, type JsonRequest } from "./json-request.js";
+import { withDeadline } from "../../common/util/deadline.js";
 import { httpStatusText } from "./status-text.js";
 import { KeepAliveAgents } from "./keep-alive.js";
 
@@ -74,6 +75,9 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const coordination = kc.makeApiClient(CoordinationV1Api);
   const storage = kc.makeApiClient(StorageV1Api);
+  /** One plain JSON request (json-request.ts) within our deadline, its timer released when it is answered. */
+  const json = <T>(r: Omit<JsonRequest, "signal">, signal: AbortSignal): Promise<T> =>
+    withDeadline(REQUEST_TIMEOUT_MS, signal, (s) => jsonRequest<T>(kc, agents, { ...r, signal: s }));
   return {
     async patchCSIAddonsNodeAnnotation(namespace, name, key, value, signal) {
       await request(`patch CSIAddonsNode ${namespace}/${name}`, () =>
@@ -147,34 +151,40 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         reportingComponent: COMPONENT,
         reportingInstance: COMPONENT,
       };
-      const created = await jsonRequest<{ metadata?: { name?: string } }>(kc, agents, {
-        what: `create Event in ${namespace}`,
-        method: "POST",
-        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
-        body,
-        signal: deadline(signal),
-      });
+      const created = await json<{ metadata?: { name?: string } }>(
+        {
+          what: `create Event in ${namespace}`,
+          method: "POST",
+          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+          body,
+        },
+        signal,
+      );
       return created.metadata?.name ?? "";
     },
     async bumpEvent(namespace, name, count, signal) {
-      await jsonRequest(kc, agents, {
-        what: `patch Event ${namespace}/${name}`,
-        method: "PATCH",
-        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,
-        body: { count, lastTimestamp: new Date().toISOString() },
-        contentType: PatchStrategy.MergePatch,
-        signal: deadline(signal),
-      });
+      await json(
+        {
+          what: `patch Event ${namespace}/${name}`,
+          method: "PATCH",
+          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/events/${encodeURIComponent(name)}`,
+          body: { count, lastTimestamp: new Date().toISOString() },
+          contentType: PatchStrategy.MergePatch,
+        },
+        signal,
+      );
     },
     async requestToken(namespace, name, audiences, expirationSeconds, signal) {
       const what = `create token for ServiceAccount ${namespace}/${name}`;
-      const tr = await jsonRequest<{ status?: { token?: string; expirationTimestamp?: string } }>(kc, agents, {
-        what,
-        method: "POST",
-        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
-        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences, expirationSeconds } },
-        signal: deadline(signal),
-      });
+      const tr = await json<{ status?: { token?: string; expirationTimestamp?: string } }>(
+        {
+          what,
+          method: "POST",
+          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+          body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences, expirationSeconds } },
+        },
+        signal,
+      );
       const expiresAtMs = Date.parse(tr.status?.expirationTimestamp ?? "");
       if (!tr.status?.token || Number.isNaN(expiresAtMs)) throw new KubeRequestError(201, `${what}: the answer has no token or expirationTimestamp`);
       return { token: tr.status.token, expiresAtMs };

@@ -13,6 +13,7 @@
 // write it repeats, so it bumps that Event rather than racing it into a second one.
 import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
+import { withDeadline } from "../../common/util/deadline.js";
 import { KubeRequestError, type EventRecord, type KubeWrites } from "../kube/api.js";
 import type { PvInfo } from "../plan/types.js";
 
@@ -119,7 +120,10 @@ export class EventRecorder {
   private async record(e: EventRecord): Promise<void> {
     const namespace = e.involved.namespace ?? CLUSTER_EVENTS_NAMESPACE;
     const key = `${e.involved.kind}\0${namespace}\0${e.involved.name}\0${e.involved.uid}\0${e.reason}\0${e.message}`;
-    const signal = AbortSignal.timeout(this.writeTimeoutMs);
+    await withDeadline(this.writeTimeoutMs, undefined, (signal) => this.write(e, key, namespace, signal));
+  }
+
+  private async write(e: EventRecord, key: string, namespace: string, signal: AbortSignal): Promise<void> {
     try {
       const prev = this.sent.get(key);
       if (prev) {

@@ -13,6 +13,7 @@ import type { HealerCapabilities, Mode } from "../plan/types.js";
 import { SidecarChannel } from "./channel.js";
 import type { ChannelSetup } from "./credentials.js";
 import { TokenUnavailableError } from "./node-tokens.js";
+import { withDeadline } from "../../common/util/deadline.js";
 
 const HEALER_SERVICE = "sidecar.v1.VolumeHealer";
 
@@ -96,7 +97,7 @@ export class SidecarConnection {
     const deadline = Date.now() + timeoutMs;
     let token: string | undefined;
     try {
-      token = withToken ? await this.token(AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(signal ? [signal] : [])])) : undefined;
+      token = withToken ? await withDeadline(timeoutMs, signal, async (s) => this.token(s)) : undefined;
     } catch (err) {
       // An API server that is down or busy is worth a retry; a refused TokenRequest (RBAC) is not.
       const code = signal?.aborted ? status.CANCELLED : err instanceof TokenUnavailableError && err.transient ? status.UNAVAILABLE : status.UNAUTHENTICATED;

@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startControllerProc, waitLog, type ControllerProc } from "../../support/controller.js";
-import { NAMESPACE, CSI_ADDONS_NODE_NAME, secret } from "../../support/fixtures.js";
+import { NAMESPACE, CSI_ADDONS_NODE_NAME } from "../../support/fixtures.js";
 import { CAN, RESTARTED_AT, startStack, type Stack } from "../../support/stack.js";
 
 let stack: Stack;
@@ -15,7 +15,6 @@ before(async () => {
   stack = await startStack({
     volumes: { "pv-a": { state: "HEALTHY" }, "pv-b": { state: "HEALTHY" } },
     kube: { historySize: 20 },
-    extra: [secret(NAMESPACE, "churn", { n: "0" })],
   });
   await stack.startSidecar();
   controller = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath });
@@ -31,10 +30,10 @@ test("after an API server outage and a compacted history (410), a restart record
   const lists = () => stack.kube.counters.get("list", "csiaddonsnodes");
   const listsBefore = lists();
   await stack.kube.faults.down();
-  // Meanwhile: more changes than the server keeps for watch resumption, and a driver restart.
+  // Meanwhile: more changes of CSIAddonsNodes than the server keeps for watch resumption, and a driver restart.
   for (let i = 1; i <= 30; i++) {
-    const s = stack.kube.get("v1", "Secret", NAMESPACE, "churn") as Record<string, any>;
-    stack.kube.update({ ...s, data: { n: Buffer.from(String(i)).toString("base64") } });
+    const o = stack.kube.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as Record<string, any>;
+    stack.kube.update({ ...o, metadata: { ...o.metadata, labels: { ...o.metadata.labels, churn: String(i) } } });
   }
   const obj = stack.kube.get(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME) as Record<string, any>;
   obj.metadata.annotations[RESTARTED_AT] = new Date().toISOString();
