@@ -82,7 +82,13 @@ export const FLAGS: readonly FlagSpec[] = [
     default: "always",
   },
   { name: "per-node-concurrency", kind: "string", env: "PER_NODE_CONCURRENCY", help: "calls at once to one sidecar", default: "8" },
-  { name: "max-concurrent-heals", kind: "string", env: "MAX_CONCURRENT_HEALS", help: "calls at once in the cluster", default: "64" },
+  {
+    name: "max-concurrent-heals",
+    kind: "string",
+    env: "MAX_CONCURRENT_HEALS",
+    help: "calls at once in the cluster: per-node-concurrency x the nodes that restart at once (two waves of a 10% rollout of 1000 nodes: 1600)",
+    default: "2048",
+  },
   {
     name: "max-attempts",
     kind: "string",

@@ -1,7 +1,7 @@
 // --per-node-concurrency, read from the command line of a real controller: against a slow driver,
 // at most N of the controller's heals reach one node's driver at once, and N do (the queue's own
 // unit test builds the queue directly and never reads the flag). The cluster-wide bound
-// (--max-concurrent-heals, default 64) is far above N here, so only the per-node one can hold.
+// (--max-concurrent-heals, default 2048) is far above N here, so only the per-node one can hold.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { startControllerProc, type ControllerProc } from "../../support/controller.js";

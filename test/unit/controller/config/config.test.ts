@@ -56,7 +56,7 @@ test("defaults: in a cluster, TLS verified against the CA and leader election on
     checkIntervalMs: 300_000,
     restartHealMode: "always",
     perNodeConcurrency: 8,
-    maxConcurrentHeals: 64,
+    maxConcurrentHeals: 2048,
     maxAttempts: 5,
     backoffInitialMs: 500,
     backoffMaxMs: 30_000,

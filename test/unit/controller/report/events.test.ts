@@ -306,3 +306,18 @@ test("a repeat whose bump is refused (403) or fails (500) is that write's failur
     ],
   );
 });
+
+test("a backlog past 64 gets more writers, at most 4, and never two writes of one Event at once: each repeat bumps the one Event it repeats", async () => {
+  const f = fakeKube();
+  const { logger } = captureLogger();
+  const rec = new EventRecorder(f.kube, logger, metrics());
+  f.hold();
+  for (let i = 0; i < 200; i++) rec.volume(pv(i % 100), "Normal", "VolumeHealed", "volume healed");
+  await waitFor("four writers waiting on the API", () => f.started() === 4);
+  f.release();
+  await rec.flush(60_000);
+  assert.equal(f.peak(), 4, "four writes at once, no more");
+  assert.equal(f.created.length, 100, "one Event per volume");
+  assert.equal(f.bumped.length, 100, "its repeat bumped it");
+  assert.deepEqual(new Set(f.bumped.map((b) => b.count)), new Set([2]));
+});

@@ -8,6 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { readFileSync } from "node:fs";
 import { CallError } from "../../../../common/grpc/call-error.js";
 import { SidecarConnection } from "../../../../controller/sidecars/connection.js";
+import { SidecarChannel } from "../../../../controller/sidecars/channel.js";
 import { channelSetup } from "../../../../controller/sidecars/credentials.js";
 import { bindServer } from "../../../../sidecar/server/grpc-server.js";
 import type { SidecarTls } from "../../../../controller/config/config.js";
@@ -281,4 +282,27 @@ test("a health check left unanswered drops the connection: the next call goes ou
   assert.equal(sessions.length, 2, "the check after the silent one went out on a new connection");
   held[0]!();
   assert.equal((await slowHeal).result, "HEALED", "the heal on the old connection finished");
+});
+
+test("a connection without calls is closed after its idle time, not while a call waits; the next call opens another", async (t) => {
+  let release: (() => void) | undefined;
+  const fake: FakeSidecar = {
+    seen: [],
+    serving: Serving.SERVING,
+    healerTypes: [HealerType.HEAL_VOLUME],
+    heal: (req) => (req.pvName === "slow" ? new Promise((r) => (release = () => r(healed()))) : healed()),
+  };
+  const channel = new SidecarChannel(await serve(t, fake), plaintext, 100);
+  t.after(() => channel.close());
+  const heal = (pvName: string) =>
+    channel.unary(VolumeHealerService.healVolume, { pvName, mode: HealVolumeRequest_Mode.ALWAYS }, { deadline: Date.now() + 10_000 });
+  const slow = heal("slow");
+  await waitFor("the slow heal at the sidecar", () => release);
+  await new Promise((r) => setTimeout(r, 300)); // three idle times: a call in flight keeps it open
+  assert.equal(channel.isOpen, true);
+  release!();
+  await slow;
+  await waitFor("the idle connection closed", () => !channel.isOpen);
+  assert.equal((await heal("pv-2")).result, Result.HEALED);
+  assert.equal(channel.isOpen, true, "opened again for the next call");
 });
