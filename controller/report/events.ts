@@ -26,8 +26,12 @@ const CLUSTER_EVENTS_NAMESPACE = "default";
 const REMEMBERED = 4096;
 /** A write the API server does not answer within this is given up (logged), so the backlog moves on. */
 const WRITE_TIMEOUT_MS = 10_000;
-/** Events waiting to be written; past this, new ones are dropped (counted, logged), never a heal slowed. */
-const MAX_QUEUED_EVENTS = 4096;
+/**
+ * Events waiting to be written; past this, new ones are dropped (counted, logged), never a heal
+ * slowed. A rollout over 1000 nodes queues some 300 a second, each held up to MAX_DELAY_MS while
+ * heals run: 4096 overflowed in the cluster bench; 16384 holds a minute of that (a few MiB).
+ */
+const MAX_QUEUED_EVENTS = 16_384;
 /** The longest an Event waits for heals to finish before it is written anyway. */
 const MAX_DELAY_MS = 5_000;
 /** Writers at most, and the backlog past which more than one writes. */

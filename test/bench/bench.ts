@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]`: what the sidecar costs,
+// `npm run bench [-- --quick] [-- --cluster] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]`: what the sidecar costs,
 // measured in one run on this machine, printed as tables (stdout; progress goes to stderr) and
 // written as JSON.
 //   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64
@@ -9,6 +9,8 @@
 //   5. soak (soak.ts): mixed calls through driver restarts and API outages
 //   headline (restart.ts, run first): time to heal after a node-plugin restart through the healer
 //      controller — 500 volumes on one node, and 20 nodes x 50 volumes — against the floor
+//   6. a cluster (cluster.ts, run last; alone with --cluster): the node plugin's DaemonSet upgraded
+//      over 1000 nodes and 50 000 volumes, and a real sidecar in a cluster of 1 000 vs 50 000 PVs
 // and last issue 12's targets table (report-targets.ts). The programs run compiled, as in the
 // image: the sidecar as its bundle under deploy/'s V8 flags (image.ts), the controller and the
 // driver-stub from dist/; the driver-stub and the in-memory Kubernetes API run as processes of
@@ -42,11 +44,15 @@ import type { RestartResults } from "./report-restart.js";
 import { medianRun, restartHeal, type RestartResult } from "./restart.js";
 import { queueAtScale } from "./queue-scale.js";
 import { controllerAtScale } from "./controller-scale.js";
+import { clusterRollout } from "./cluster.js";
+import { renderCluster, type ClusterResults } from "./report-cluster.js";
+import { sidecarAtSize } from "./sidecar-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
 /** The bench's flags, parsed as the programs parse theirs (common/config/flags.ts). */
 const FLAGS: FlagSpec[] = [
   { name: "quick", kind: "bool", help: "small counts: runs in seconds, for checking that the bench still works (numbers mean little)" },
+  { name: "cluster", kind: "bool", help: "only section 6, the cluster (written to bench/results-cluster.json unless --out says otherwise)" },
   { name: "soak-minutes", kind: "string", help: "length of the soak (default 2, with --quick 0.2)" },
   {
     name: "restart-runs",
@@ -57,7 +63,7 @@ const FLAGS: FlagSpec[] = [
   { name: "help", kind: "bool", help: "this text" },
   { name: "h", kind: "bool", help: "the same as --help" },
 ];
-const USAGE = `usage: npm run bench [-- --quick] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]\n${usage(FLAGS)}\n`;
+const USAGE = `usage: npm run bench [-- --quick] [-- --cluster] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]\n${usage(FLAGS)}\n`;
 
 const FULL = {
   volumes: 1000,
@@ -73,6 +79,10 @@ const FULL = {
   queueScale: { nodes: 1000, volumesPerNode: 50 },
   controllerScale: { nodes: 1000, volumesPerNode: 50 },
   starts: 7,
+  cluster: {
+    rollout: { fleet: { nodes: 1000, volumesPerNode: 50 }, healMs: 2000, checkMs: 20, perNodeConcurrency: 8, waveFraction: 0.1, waveGapMs: 15_000, realNodes: 3 },
+    sidecar: { pvs: [1000, 50_000], volumesPerNode: 50, changesPerSecond: 10, windowMs: 60_000, checkEveryMs: 5_000 },
+  },
 };
 const QUICK: Size = {
   volumes: 64,
@@ -88,15 +98,20 @@ const QUICK: Size = {
   queueScale: { nodes: 100, volumesPerNode: 50 },
   controllerScale: { nodes: 20, volumesPerNode: 50 },
   starts: 2,
+  cluster: {
+    rollout: { fleet: { nodes: 20, volumesPerNode: 10 }, healMs: 500, checkMs: 5, perNodeConcurrency: 8, waveFraction: 0.5, waveGapMs: 2_000, realNodes: 2 },
+    sidecar: { pvs: [100, 500], volumesPerNode: 10, changesPerSecond: 10, windowMs: 2_000, checkEveryMs: 1_000 },
+  },
 };
 /** The healer controller's own defaults, kept by the floor too. */
-const CONTROLLER_BOUNDS = { perNodeConcurrency: 8, maxConcurrentHeals: 64 };
+const CONTROLLER_BOUNDS = { perNodeConcurrency: 8, maxConcurrentHeals: 2048 };
 const CONCURRENCY = [1, 64] as const;
 const HEAL_DELAY_MS = 5;
 const MAX_INFLIGHT = 32;
 
 interface Options {
   quick: boolean;
+  cluster: boolean;
   out: string;
   soakMinutes: number | undefined;
   restartRuns: number | undefined;
@@ -125,8 +140,9 @@ function parseArgs(argv: string[]): Options {
   if (soakMinutes !== undefined && !(soakMinutes > 0)) refuse("--soak-minutes must be a positive number");
   const restartRuns = number("restart-runs");
   if (restartRuns !== undefined && !(Number.isInteger(restartRuns) && restartRuns >= 1)) refuse("--restart-runs must be a whole number of at least 1");
-  const out = flags.get("out") || (quick ? "bench/results-quick.json" : "bench/results.json");
-  return { quick, out: resolve(repoRoot, out), soakMinutes, restartRuns };
+  const cluster = flags.get("cluster") === "true";
+  const out = flags.get("out") || `bench/results${cluster ? "-cluster" : ""}${quick ? "-quick" : ""}.json`;
+  return { quick, cluster, out: resolve(repoRoot, out), soakMinutes, restartRuns };
 }
 
 const progress = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -425,6 +441,19 @@ async function overload(stack: Stack, size: Size): Promise<Pick<Results, "overlo
   return { overload: deployed, overloadImage: image };
 }
 
+/** 6. The cluster: the rollout, then the same real sidecar in a small cluster and a large one. */
+async function clusterSection(dir: string, size: Size): Promise<ClusterResults> {
+  const { rollout, sidecar } = size.cluster;
+  const caseDir = join(dir, "cluster");
+  mkdirSync(caseDir);
+  progress(`6/6 a cluster: ${rollout.fleet.nodes} nodes x ${rollout.fleet.volumesPerNode} volumes, the node plugin's DaemonSet upgraded`);
+  const result = await clusterRollout(rollout, { dir: caseDir, cleanup, progress });
+  progress(`  a real sidecar in a cluster of ${sidecar.pvs.join(" and of ")} PVs, ${sidecar.changesPerSecond} PV changes a second elsewhere`);
+  const sizes = [];
+  for (const pvs of sidecar.pvs) sizes.push(await sidecarAtSize(sidecar, pvs, { dir: caseDir, cleanup, progress }));
+  return { rollout: result, sidecar: { small: sizes[0]!, large: sizes[1]!, changesPerSecond: sidecar.changesPerSecond, windowMs: sidecar.windowMs } };
+}
+
 async function main(): Promise<number> {
   const opts = parseArgs(process.argv.slice(2));
   const base = opts.quick ? QUICK : FULL;
@@ -437,6 +466,15 @@ async function main(): Promise<number> {
   progress(`working directory ${dir}`);
   let ok = false;
   cleanup.add("temporary directory", () => (ok ? rmSync(dir, { recursive: true, force: true }) : progress(`kept ${dir} (logs)`)));
+  if (opts.cluster) {
+    const cluster = await clusterSection(dir, size);
+    ok = true;
+    process.stdout.write(renderCluster(cluster) + "\n");
+    mkdirSync(dirname(opts.out), { recursive: true });
+    writeFileSync(opts.out, JSON.stringify({ timestamp: new Date().toISOString(), mode: opts.quick ? "quick" : "full", git: gitDescribe(), cluster }, null, 2) + "\n");
+    process.stdout.write(`\nresults written to ${opts.out}\n`);
+    return 0;
+  }
   const restart = await restartHeals(dir, size);
   const { nodes, volumesPerNode } = size.queueScale;
   progress(`the controller's work queue: ${nodes} nodes x ${volumesPerNode} volumes queued at once`);
@@ -462,6 +500,10 @@ async function main(): Promise<number> {
   const soakMinutes = opts.soakMinutes ?? size.soakMinutes;
   progress(`5/5 soak: ${soakMinutes} min of mixed calls from 32 callers, driver restarts and API outages`);
   const soaked = await soak({ minutes: soakMinutes, ...size.soak, volumes: Math.min(size.volumes, 200), dir, cleanup, progress, args: [`--max-inflight=${MAX_INFLIGHT}`] });
+  // Its own processes only: everything above is stopped first, so that the cluster has the machine.
+  await kube.stop();
+  await stub.stop();
+  const cluster = await clusterSection(dir, size);
   const results: Results = {
     timestamp: new Date().toISOString(),
     mode: opts.quick ? "quick" : "full",
@@ -491,9 +533,10 @@ async function main(): Promise<number> {
     repeatedCheck: relay.repeated,
     reconnectMs: soaked.reconnectMs.length > 0 ? Math.max(...soaked.reconnectMs) : null,
     soak: soaked,
+    cluster,
   };
   ok = true;
-  process.stdout.write(renderTables(results) + "\n\n" + renderTargets(results) + "\n");
+  process.stdout.write(renderTables(results) + "\n\n" + renderTargets(results) + "\n\n" + renderCluster(cluster) + "\n");
   mkdirSync(dirname(opts.out), { recursive: true });
   writeFileSync(opts.out, JSON.stringify(results, null, 2) + "\n");
   process.stdout.write(`\nresults written to ${opts.out}\n`);

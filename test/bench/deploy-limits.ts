@@ -19,6 +19,9 @@ export interface DeployLimits {
   /** The container's memory limit in bytes, and as written. */
   limitBytes: number;
   limit: string;
+  /** The container's memory request, when it sets one. */
+  requestBytes?: number;
+  request?: string;
   /** Files the values came from, relative to deploy/. */
   files: string[];
 }
@@ -42,17 +45,26 @@ function containers(which: "sidecar" | "controller"): { o: Json; file: string }[
 export function readDeployLimits(which: "sidecar" | "controller" = "sidecar"): DeployLimits {
   let nodeOptions: { value: string; file: string } | undefined;
   let limit: { value: string; file: string } | undefined;
+  let request: string | undefined;
   for (const { o, file } of containers(which)) {
     const env = Array.isArray(o["env"]) ? (o["env"] as Json[]) : [];
     const opts = env.find((e) => e["name"] === "NODE_OPTIONS")?.["value"];
     if (typeof opts === "string") nodeOptions ??= { value: opts, file };
     const mem = ((o["resources"] as Json | undefined)?.["limits"] as Json | undefined)?.["memory"];
     if (typeof mem === "string" || typeof mem === "number") limit ??= { value: String(mem), file };
+    const req = ((o["resources"] as Json | undefined)?.["requests"] as Json | undefined)?.["memory"];
+    if (typeof req === "string" || typeof req === "number") request ??= String(req);
   }
   if (!nodeOptions || !limit) {
     throw new Error(`deploy/ has no ${which} container with ${!nodeOptions ? "env NODE_OPTIONS" : "resources.limits.memory"}`);
   }
-  return { nodeOptions: nodeOptions.value, limit: limit.value, limitBytes: quantityBytes(limit.value), files: [...new Set([nodeOptions.file, limit.file])] };
+  return {
+    nodeOptions: nodeOptions.value,
+    limit: limit.value,
+    limitBytes: quantityBytes(limit.value),
+    ...(request === undefined ? {} : { request, requestBytes: quantityBytes(request) }),
+    files: [...new Set([nodeOptions.file, limit.file])],
+  };
 }
 
 /** The command deploy/'s controller container runs: the image's node and the controller's bin. */

@@ -3,6 +3,8 @@ import { fork } from "node:child_process";
 import { join } from "node:path";
 import { repoRoot } from "../support/proc.js";
 import type { ChildSpec, Counts, FromChild, ToChild } from "./kube-child.js";
+import type { PodReplacement } from "./cluster-seed.js";
+import type { Fleet } from "./fleet.js";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -18,6 +20,10 @@ export interface KubeChild {
   reset(): Promise<void>;
   /** Every object of a kind, read directly (not counted as a request). */
   list(apiVersion: string, kind: string): Promise<object[]>;
+  /** Each node's node-plugin Pod replaced by a new one, as a DaemonSet upgrade does (cluster seed only). */
+  replacePods(nodes: number[]): Promise<PodReplacement[]>;
+  /** Starts changing the fleet's PVs outside `skipNodes`, `perSecond` a second (0: stops); the changes made by the previous churn. */
+  churn(perSecond: number, skipNodes: number[], fleet: Fleet): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -62,6 +68,8 @@ export async function startKubeChild(spec: ChildSpec): Promise<KubeChild> {
       countsByUser: counts,
       reset: async () => void (await ask({ type: "reset" })),
       list: async (apiVersion, kind) => ((await ask({ type: "list", apiVersion, kind })) as Extract<FromChild, { type: "list" }>).objects,
+      replacePods: async (nodes) => ((await ask({ type: "replacePods", nodes })) as Extract<FromChild, { type: "replacePods" }>).pods,
+      churn: async (perSecond, skipNodes, fleet) => ((await ask({ type: "churn", perSecond, skipNodes, fleet })) as Extract<FromChild, { type: "churn" }>).changes,
       stop,
     };
   } catch (err) {

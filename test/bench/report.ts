@@ -9,6 +9,7 @@ import type { SoakResults } from "./soak.js";
 import type { RepeatedCheckCost } from "./repeated.js";
 import type { QueueScale } from "./queue-scale.js";
 import type { ControllerScale } from "./controller-scale.js";
+import type { ClusterResults } from "./report-cluster.js";
 
 export interface Startup {
   /** Our spawn() to the sidecar's "ready: SERVING" log line. */
@@ -89,6 +90,8 @@ export interface Results {
   /** Driver back → SERVING, the worst of the soak's restarts (null: no restart measured). */
   reconnectMs: number | null;
   soak: SoakResults;
+  /** Section 6 (report-cluster.ts). */
+  cluster: ClusterResults;
 }
 
 export const ms = (v: number) => `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ms`;

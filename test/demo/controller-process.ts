@@ -23,6 +23,8 @@ export interface ControllerSpawnOptions {
   logFile: string;
   /** More flags, e.g. ["--check-interval=2s"]. */
   args?: string[];
+  /** Node's own flags for the compiled build, instead of deploy/'s (for looking into one run). */
+  nodeArgs?: string[];
 }
 
 export function localControllerArgs(o: ControllerSpawnOptions): string[] {
@@ -39,7 +41,7 @@ export function localControllerArgs(o: ControllerSpawnOptions): string[] {
 export function spawnController(o: ControllerSpawnOptions): Promise<LoggedProcess> {
   return spawnLogged({
     what: "the healer controller",
-    ...(o.build === "source" ? { entry: "controller/main.ts" } : { entry: CONTROLLER_BUNDLE, nodeArgs: CONTROLLER_NODE_FLAGS }),
+    ...(o.build === "source" ? { entry: "controller/main.ts" } : { entry: CONTROLLER_BUNDLE, nodeArgs: o.nodeArgs ?? CONTROLLER_NODE_FLAGS }),
     args: localControllerArgs(o),
     logFile: o.logFile,
     startedMessage: "controller started",

@@ -21,7 +21,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.equal(code, 0, `bench exit code\n${stdout}\n${bench.stderr()}`);
 
   assert.match(stdout, /^csi-addons-healer bench \(quick\), \d{4}-/m);
-  assert.match(stdout, /^Headline: time to heal after a node-plugin restart \(driver heal 5 ms; controller --per-node-concurrency 8 --max-concurrent-heals 64/m);
+  assert.match(stdout, /^Headline: time to heal after a node-plugin restart \(driver heal 5 ms; controller --per-node-concurrency 8 --max-concurrent-heals 2048/m);
   for (const measure of ["floor: the same heals straight to the driver\\(s\\)", "drivers back -> last volume HEALED", "heal phase: first heal at a driver -> last HEALED"]) {
     assert.match(stdout, new RegExp(`^ +${measure} +\\d+ ms +\\d+ ms$`, "m"), measure);
   }
@@ -71,6 +71,13 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ {2}idle RSS .* (yes|NO) +[\d.]+ MiB +[\d.]+ MiB$/m);
   assert.match(stdout, /^ {2}heal-all burst, \d+ volumes, via sidecar \/ driver alone .* (yes|NO) +- +[\d.]+x$/m);
   assert.match(stdout, /^ {2}peak RSS in the \d+-volume burst .* (yes|NO) +- +[\d.]+ MiB$/m);
+  assert.match(stdout, /^ {3}The same relay targets read against the grpc-js relay, the floor of any relay on the decided stack \(issue 49; met: \d of 6\)$/m);
+  assert.match(stdout, /^ {2}one-node restart heal, \d+ volumes, drivers back -> last HEALED \/ grpc-js relay floor +[\d.]+x \(median of 2 runs; [012] of 2 at or under 1\.3x\) +<= 1\.3x +(yes|NO)$/m);
+  assert.match(stdout, /^6\. A cluster: 20 nodes x 10 volumes \(200\), the node plugin's DaemonSet upgraded 2 waves of 50%/m);
+  assert.match(stdout, /^ {3}Issue 49 targets, this run \(met: \d+ of 11\)$/m);
+  for (const row of ["per node, new sidecar back -> its last volume HEALED, p99", "API writes per healed volume", "lists of every object of a resource during the rollout", "real sidecar watch events received"]) {
+    assert.match(stdout, new RegExp(`^ {2}${row}.* (yes|NO)$`, "m"), row);
+  }
   assert.match(stdout, new RegExp(`results written to ${out}`));
 
   const r = JSON.parse(readFileSync(out, "utf8")) as Results;
@@ -114,6 +121,13 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   }
   assert.deepEqual([r.restartHeal.oneNode.runs?.length, r.restartHeal.fleet.runs?.length], [2, 2], "--restart-runs 2: both runs of each case kept");
   assert.equal(r.restartHeal.oneNode.fleet.nodes, 1);
+  // The cluster: every volume healed exactly once with ALWAYS after its node's pod was replaced,
+  // nothing re-listed, and the real sidecar's figures read at both sizes.
+  const cl = r.cluster.rollout;
+  assert.deepEqual([cl.heals.always, cl.heals.volumes, cl.heals.repeated], [200, 200, 0], JSON.stringify(cl.heals));
+  assert.ok(cl.perNode.maxMs > 0 && cl.perNode.realMaxMs > 0 && cl.controller.peakRssBytes > 0, JSON.stringify(cl.perNode));
+  assert.ok(Object.keys(cl.api.byIdentity).length === 3, "controller, simulated and real sidecars counted apart");
+  assert.ok(r.cluster.sidecar.small.checks > 0 && r.cluster.sidecar.large.pvs > r.cluster.sidecar.small.pvs);
   assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
 
   // Overload under deploy/'s memory settings, and as the image starts the sidecar without
