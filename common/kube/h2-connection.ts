@@ -7,6 +7,10 @@
 // that died without a word (a network partition) is dropped within pingEveryMs + pingTimeoutMs
 // rather than stalling every request until its deadline — client-go's HTTP/2 health check. A dial
 // gets connectTimeoutMs to finish its TLS handshake, for the same reason.
+// A connection carries at most the streams the server allows at once (its SETTINGS: kube-apiserver
+// allows 100 unless --http2-max-streams-per-connection says otherwise), and watches hold theirs for
+// minutes: past that, a request waited on the connection behind them until its deadline. So, as Go's
+// HTTP/2 client does, a request that finds every connection full dials one more.
 import * as http2 from "node:http2";
 import type { SecureContextOptions } from "node:tls";
 import type { Readable } from "node:stream";
@@ -32,16 +36,26 @@ export interface H2Options {
   connectTimeoutMs?: number;
 }
 
+/** Streams a connection is taken to allow before its server's SETTINGS say: kube-apiserver's default. */
+const STREAMS_BEFORE_SETTINGS = 100;
+
+interface Live {
+  s: http2.ClientHttp2Session;
+  /** Streams open on it. */
+  open: number;
+  /** The server's SETTINGS have come: remoteSettings.maxConcurrentStreams is the server's. */
+  settled: boolean;
+}
+
 export class H2Connection {
-  private session: http2.ClientHttp2Session | undefined;
+  /** Connections new requests may go to, oldest first (one retired by GOAWAY or closed is not here). */
+  private sessions: Live[] = [];
   /** Set for good once the server has said it does not speak h2. */
   refused = false;
 
   private readonly pingEveryMs: number;
   private readonly pingTimeoutMs: number;
   private readonly connectTimeoutMs: number;
-  /** Streams open on any of this connection's sessions: while none is, the session does not keep the process alive. */
-  private open = 0;
 
   constructor(
     private readonly origin: URL,
@@ -53,14 +67,17 @@ export class H2Connection {
   }
 
   close(): void {
-    this.session?.destroy();
-    this.session = undefined;
+    for (const l of this.sessions.splice(0)) l.s.destroy();
   }
 
   /** Lets the requests in flight finish, then closes; a request after this dials anew. */
   retire(): void {
-    this.session?.close();
-    this.session = undefined;
+    for (const l of this.sessions.splice(0)) l.s.close();
+  }
+
+  /** Connections open for new requests (for tests). */
+  get connections(): number {
+    return this.sessions.length;
   }
 
   /** Resolves with the response headers' status and the body stream; rejects before a response (H2Refused when h2 is not spoken). */
@@ -76,14 +93,15 @@ export class H2Connection {
   }
 
   private once(method: string, path: string, headers: Record<string, string>, payload: Buffer | undefined, signal: AbortSignal): Promise<KubeResponse> {
-    const session = this.current();
+    const live = this.current();
+    const session = live.s;
     return new Promise((resolve, reject) => {
       const stream = session.request({ ":method": method, ":path": path, ...headers }, { endStream: !payload, signal });
       // Like an idle keep-alive socket, an idle connection must not keep a finished program running.
-      this.open++;
+      live.open++;
       session.ref();
       stream.once("close", () => {
-        if (--this.open === 0) this.session?.unref();
+        if (--live.open === 0 && !session.destroyed) session.unref();
       });
       stream.once("response", (h) => resolve({ status: Number(h[":status"]), body: stream }));
       stream.once("error", (e) => {
@@ -96,12 +114,17 @@ export class H2Connection {
     });
   }
 
-  private current(): http2.ClientHttp2Session {
-    if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
+  /** The oldest connection with a stream to spare, else a new one. */
+  private current(): Live {
+    this.sessions = this.sessions.filter((l) => !l.s.closed && !l.s.destroyed);
+    const room = this.sessions.find((l) => l.open < (l.settled ? (l.s.remoteSettings.maxConcurrentStreams ?? Infinity) : STREAMS_BEFORE_SETTINGS));
+    if (room) return room;
     const s = http2.connect(this.origin, { ...this.opts.tls, ALPNProtocols: ["h2"] });
-    this.session = s;
+    const live: Live = { s, open: 0, settled: false };
+    this.sessions.push(live);
+    s.once("remoteSettings", () => (live.settled = true));
     const forget = () => {
-      if (this.session === s) this.session = undefined;
+      this.sessions = this.sessions.filter((l) => l !== live);
     };
     // Requests already on a connection the server is retiring finish there; new ones dial anew.
     s.once("goaway", forget);
@@ -139,7 +162,7 @@ export class H2Connection {
       });
     }, this.pingEveryMs);
     pings.unref();
-    return s;
+    return live;
   }
 
   /** A TLS server that offers no "h2" refuses the handshake; a stream learns it as its cause. */

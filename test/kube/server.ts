@@ -141,7 +141,13 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
   const listen = async (port: number) => {
     // Over TLS both HTTP/2 (what client-go and the sidecar speak) and HTTP/1.1, chosen by ALPN, as
     // the real API server does.
-    server = cert ? createSecureServer({ key: cert.key, cert: cert.cert, allowHTTP1: true }, onRequest) : createHttp(onRequest);
+    // As kube-apiserver: at most 100 streams at once on one HTTP/2 connection (its default since the
+    // HTTP/2 rapid-reset fixes), so a client that holds many watches must spread them, and buffers
+    // for all of them (its 256 KiB per stream; node's default of 10 MB per session ended the
+    // session of a sidecar holding 200 watches with ENHANCE_YOUR_CALM, which the real server does not).
+    server = cert
+      ? createSecureServer({ key: cert.key, cert: cert.cert, allowHTTP1: true, settings: { maxConcurrentStreams: 100 }, maxSessionMemory: 32 }, onRequest)
+      : createHttp(onRequest);
     server.on("connection", (s: Socket) => {
       sockets.add(s);
       accepted++;

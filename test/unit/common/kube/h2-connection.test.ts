@@ -244,3 +244,27 @@ test("the default time for a dial's TLS handshake is 10 s", async (t) => {
   t.mock.timers.tick(1);
   await assert.rejects(answer, (e: Error) => /within 10000 ms/.test(failure(e)));
 });
+
+test("a server's limit of streams at once (kube-apiserver: 100): a request that finds every connection full dials another, never waits behind watches", async (t) => {
+  const cert = await selfSignedCert();
+  const held: ServerHttp2Stream[] = [];
+  let sessions = 0;
+  const server = createSecureServer({ key: cert.key, cert: cert.cert, settings: { maxConcurrentStreams: 3 } });
+  server.on("session", () => sessions++);
+  server.on("stream", (stream) => {
+    // Each held open, as a watch is: the response's headers now, the body never.
+    stream.respond({ ":status": 200 });
+    stream.write("watching");
+    held.push(stream);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.after(() => new Promise<void>((r) => (held.forEach((s) => s.close()), server.close(() => r()))));
+  const conn = new H2Connection(new URL(`https://127.0.0.1:${(server.address() as AddressInfo).port}`), { tls: { ca: cert.cert, rejectUnauthorized: true } });
+  t.after(() => conn.close());
+  // The first connection's SETTINGS have come once a request on it was answered.
+  await conn.request("GET", "/watch/0", {}, undefined, AbortSignal.timeout(5_000));
+  const more = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => conn.request("GET", `/watch/${i}`, {}, undefined, AbortSignal.timeout(5_000))));
+  assert.equal(more.length, 6, "every request answered while the others hold their streams");
+  assert.equal(held.length, 7);
+  assert.deepEqual([conn.connections, sessions], [3, 3], "3 streams on each connection");
+});
