@@ -46,7 +46,7 @@ import { queueAtScale } from "./queue-scale.js";
 import { controllerAtScale } from "./controller-scale.js";
 import { clusterRollout } from "./cluster.js";
 import { renderCluster, type ClusterResults } from "./report-cluster.js";
-import { sidecarAtSize } from "./sidecar-scale.js";
+import { sidecarAtSize, type SidecarAtSize } from "./sidecar-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
 
 /** The bench's flags, parsed as the programs parse theirs (common/config/flags.ts). */
@@ -449,9 +449,15 @@ async function clusterSection(dir: string, size: Size): Promise<ClusterResults> 
   progress(`6/6 a cluster: ${rollout.fleet.nodes} nodes x ${rollout.fleet.volumesPerNode} volumes, the node plugin's DaemonSet upgraded`);
   const result = await clusterRollout(rollout, { dir: caseDir, cleanup, progress });
   progress(`  a real sidecar in a cluster of ${sidecar.pvs.join(" and of ")} PVs, ${sidecar.changesPerSecond} PV changes a second elsewhere`);
-  const sizes = [];
-  for (const pvs of sidecar.pvs) sizes.push(await sidecarAtSize(sidecar, pvs, { dir: caseDir, cleanup, progress }));
-  return { rollout: result, sidecar: { small: sizes[0]!, large: sizes[1]!, changesPerSecond: sidecar.changesPerSecond, windowMs: sidecar.windowMs } };
+  // Each size twice, taking turns; of each, the run that used the least CPU: a minute of a mostly
+  // idle sidecar is under a second of CPU, and what else the machine does moves it by a tenth.
+  const runs: SidecarAtSize[] = [];
+  for (let round = 0; round < 2; round++) for (const pvs of sidecar.pvs) runs.push(await sidecarAtSize(sidecar, pvs, { dir: join(caseDir, `round-${round}`), cleanup, progress }));
+  const least = (pvs: number) => runs.filter((r) => r.pvs === pvs).reduce((a, b) => (b.cpuMs < a.cpuMs ? b : a));
+  return {
+    rollout: result,
+    sidecar: { small: least(sidecar.pvs[0]!), large: least(sidecar.pvs[1]!), runs, changesPerSecond: sidecar.changesPerSecond, windowMs: sidecar.windowMs },
+  };
 }
 
 async function main(): Promise<number> {

@@ -7,7 +7,7 @@ import type { KubeRequest, KubeResponse } from "./pipeline.js";
 import { metaOf, type Obj } from "./json.js";
 import type { Ops } from "./ops.js";
 import { apiVersionOf, type ResourceType, storageKey } from "./resources.js";
-import { fieldSelector, labelSelector } from "./selectors.js";
+import { fieldSelector, labelSelector, selectedName } from "./selectors.js";
 import { badRequest, expired } from "./status.js";
 import type { StoreEvent } from "./store.js";
 
@@ -60,7 +60,11 @@ export function serveWatch(
   const fromScratch = rvParam === "" || rvParam === "0" || initialEvents;
   if (fromScratch) {
     backlog = [];
-    for (const o of ops.store.list(key)) if (match(o)) send("ADDED", ops.present(t, o));
+    // One object by name (its namespace known): looked up, as the watch cache finds it by key,
+    // rather than every object of the resource copied and filtered (50 000 PVs for each PV's watch).
+    const name = selectedName(q.get("fieldSelector"));
+    const candidates = name !== undefined && (!t.namespaced || ns !== undefined) ? [ops.store.get(key, ns, name)] : ops.store.list(key);
+    for (const o of candidates) if (match(o)) send("ADDED", ops.present(t, o!));
     if (initialEvents)
       send("BOOKMARK", {
         kind: t.kind,
