@@ -36,7 +36,7 @@ export interface H2Options {
   connectTimeoutMs?: number;
 }
 
-/** Streams a connection is taken to allow before its server's SETTINGS say: kube-apiserver's default. */
+/** Streams a connection is taken to allow before any of its server's SETTINGS said: kube-apiserver's default. */
 const STREAMS_BEFORE_SETTINGS = 100;
 
 interface Live {
@@ -50,6 +50,8 @@ interface Live {
 export class H2Connection {
   /** Connections new requests may go to, oldest first (one retired by GOAWAY or closed is not here). */
   private sessions: Live[] = [];
+  /** What the server's SETTINGS said last: a new connection is taken to allow as much until its own say. */
+  private learned: number | undefined;
   /** Set for good once the server has said it does not speak h2. */
   refused = false;
 
@@ -117,12 +119,17 @@ export class H2Connection {
   /** The oldest connection with a stream to spare, else a new one. */
   private current(): Live {
     this.sessions = this.sessions.filter((l) => !l.s.closed && !l.s.destroyed);
-    const room = this.sessions.find((l) => l.open < (l.settled ? (l.s.remoteSettings.maxConcurrentStreams ?? Infinity) : STREAMS_BEFORE_SETTINGS));
+    const room = this.sessions.find(
+      (l) => l.open < (l.settled ? (l.s.remoteSettings.maxConcurrentStreams ?? Infinity) : (this.learned ?? STREAMS_BEFORE_SETTINGS)),
+    );
     if (room) return room;
     const s = http2.connect(this.origin, { ...this.opts.tls, ALPNProtocols: ["h2"] });
     const live: Live = { s, open: 0, settled: false };
     this.sessions.push(live);
-    s.once("remoteSettings", () => (live.settled = true));
+    s.once("remoteSettings", (settings) => {
+      live.settled = true;
+      this.learned = settings.maxConcurrentStreams;
+    });
     const forget = () => {
       this.sessions = this.sessions.filter((l) => l !== live);
     };

@@ -52,10 +52,18 @@ test("a watch too far behind (410 Gone) starts over from a fresh read and write,
   m.setDriver(DRIVER);
   await placed(m);
   await waitFor("the watch", () => callsOf("watchCSIAddonsNode").length === 1);
-  // While the API server is away, the cluster moves on past its window of 5 events (written in
-  // process, so however slow the machine, the watch cannot come back before they are all in).
+  // While the API server is away, CSIAddonsNodes move on past their window of 5 events (each
+  // resource keeps its own, as the watch cache does; written in process, so however slow the
+  // machine, the watch cannot come back before they are all in).
   await small.faults.down();
-  for (let i = 0; i < 10; i++) await small.create({ apiVersion: "v1", kind: "Secret", metadata: { name: `churn-${i}`, namespace: NAMESPACE } });
+  for (let i = 0; i < 10; i++) {
+    await small.create({
+      apiVersion: "csiaddons.openshift.io/v1alpha1",
+      kind: "CSIAddonsNode",
+      metadata: { name: `churn-${i}`, namespace: NAMESPACE },
+      spec: { driver: { name: "other.example.com", endpoint: "pod://other.csi:9070", nodeID: `churn-${i}` } },
+    });
+  }
   await small.faults.up();
   await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1);
   await waitFor("watching again from the new write", () => callsOf("watchCSIAddonsNode").length >= 3);
