@@ -1,19 +1,19 @@
 // One Kubernetes Event per heal outcome (DESIGN 7.4): on the PV's bound claim, naming the PV as
 // `related`, where the volume's users look (`kubectl describe pvc`, in their namespace); on the PV
-// when it has no claim. An Event on both doubled the writes of a restart heal: two per volume. A repeat of the same event (same
-// object, reason and message) bumps the count of the one already sent instead of flooding.
+// when it has no claim (one on each doubled a restart heal's writes). A repeat of the same event
+// (same object, reason and message) bumps the count of the one already sent instead of flooding.
 //
-// Events are reports, and heals come first. They are written one at a time from a bounded backlog,
-// (more writers, up to MAX_WRITERS, only while the backlog is past SPARE_WRITERS_AT: a rollout over
-// 1000 nodes heals some 300 volumes a second, more than one writer's round trips carry, and one
-// writer dropped a tenth of its Events in the cluster bench; two writes of one Event never run at once),
-// as client-go's recorder does, so a restart heal of a thousand volumes never sends a thousand
+// Events are reports, and heals come first. They are written from a bounded backlog, one at a
+// time as client-go's recorder does, so a restart heal of a thousand volumes never sends a thousand
 // concurrent writes; and while heals run or wait, an Event waits too, up to MAX_DELAY_MS after it
 // was queued, so the CPU of this process and the API server's attention go to the heals first.
 // On the bench's 500-volume restart heal the heals took 2.04x the floor with every Event written at
 // once against 1.91x one at a time (4 interleaved runs each), and 1.93x one at a time against 1.56x
-// with Events also giving way to heals (4 more each). One at a time also keeps a repeat behind the
-// write it repeats, so it bumps that Event rather than racing it into a second one.
+// with Events also giving way to heals (4 more each). Only while more than SPARE_WRITERS_AT wait do
+// more writers join, up to MAX_WRITERS: a rollout over 1000 nodes heals some 300 volumes a second,
+// more than one writer's round trips carry, and one writer dropped Events in the cluster bench.
+// Two writes of one Event (same key) never run at once, so a repeat stays behind the write it
+// repeats and bumps that Event rather than racing it into a second one.
 import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
 import { withDeadline } from "../../common/util/deadline.js";
@@ -52,9 +52,17 @@ export interface EventRecorderOptions {
   remembered?: number;
 }
 
+/** An Event waiting: its key says what it is (a repeat has the same), its namespace where it goes. */
+interface Queued {
+  record: EventRecord;
+  key: string;
+  namespace: string;
+  queuedAt: number;
+}
+
 export class EventRecorder {
   private readonly sent = new Map<string, { namespace: string; name: string; count: number }>();
-  private readonly queue: { record: EventRecord; key: string; queuedAt: number }[] = [];
+  private readonly queue: Queued[] = [];
   /** Keys being written now: a repeat waits for the write it repeats, so that it bumps that Event. */
   private readonly busy = new Set<string>();
   private readonly heals: HealActivity | undefined;
@@ -109,7 +117,7 @@ export class EventRecorder {
     }
     const namespace = e.involved.namespace ?? CLUSTER_EVENTS_NAMESPACE;
     const key = `${e.involved.kind}\0${namespace}\0${e.involved.name}\0${e.involved.uid}\0${e.reason}\0${e.message}`;
-    this.queue.push({ record: e, key, queuedAt: Date.now() });
+    this.queue.push({ record: e, key, namespace, queuedAt: Date.now() });
     this.metrics.queued.set(this.queue.length + this.busy.size);
     if (this.writers === 0 || (this.queue.length > SPARE_WRITERS_AT && this.writers < MAX_WRITERS)) void this.writeAll();
   }
@@ -119,7 +127,7 @@ export class EventRecorder {
     for (let e = this.next(); e; e = this.next()) {
       try {
         await this.afterHeals(e.queuedAt);
-        await this.record(e.record, e.key);
+        await withDeadline(this.writeTimeoutMs, undefined, (signal) => this.record(e, signal));
       } finally {
         this.busy.delete(e.key);
       }
@@ -129,7 +137,7 @@ export class EventRecorder {
   }
 
   /** The oldest queued Event whose key no other writer is writing. */
-  private next(): { record: EventRecord; key: string; queuedAt: number } | undefined {
+  private next(): Queued | undefined {
     const i = this.queue.findIndex((q) => !this.busy.has(q.key));
     if (i < 0) return undefined;
     const [e] = this.queue.splice(i, 1);
@@ -143,12 +151,7 @@ export class EventRecorder {
     if (this.heals?.busy && left > 0) await atMost(this.heals.idle(), left);
   }
 
-  private async record(e: EventRecord, key: string): Promise<void> {
-    const namespace = e.involved.namespace ?? CLUSTER_EVENTS_NAMESPACE;
-    await withDeadline(this.writeTimeoutMs, undefined, (signal) => this.write(e, key, namespace, signal));
-  }
-
-  private async write(e: EventRecord, key: string, namespace: string, signal: AbortSignal): Promise<void> {
+  private async record({ record: e, key, namespace }: Queued, signal: AbortSignal): Promise<void> {
     try {
       const prev = this.sent.get(key);
       if (prev) {
