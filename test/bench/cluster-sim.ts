@@ -5,8 +5,8 @@
 // behind the sidecar's own auth (sidecar/auth/authenticator.ts: a TokenReview for the node's
 // audience, a SubjectAccessReview for csiaddonsnodes/heal, with the sidecar's default flags),
 // answered after the driver's time (ALWAYS: --heal-ms, HEALED; IF_ABNORMAL: --check-ms,
-// NOT_NEEDED) with at most `perNode` driver calls at once, the rest waiting as the sidecar's
-// limiter makes them. A node's start writes its CSIAddonsNode as a sidecar does
+// NOT_NEEDED) through the sidecar's own limiter: at most `perNode` driver calls at once, the rest
+// waiting. A node's start writes its CSIAddonsNode as a sidecar does
 // (desiredCSIAddonsNode, with the Pod that started it); its stop ends its server at once, as a
 // killed pod does. What it does not do: the sidecar's reads on the heal path (PV, VolumeAttachment,
 // Secret), which the cluster bench's real sidecars make. Run by cluster.ts through fork(); argv:
@@ -28,6 +28,7 @@ import { csiAddonsNodeName, podEndpoint } from "../../sidecar/node/name.js";
 import { toStatus } from "../../sidecar/server/status.js";
 import type { CallContext, Middleware } from "../../sidecar/server/context.js";
 import { DomainError } from "../../sidecar/errors.js";
+import { Limiter } from "../../sidecar/relay/limiter.js";
 import { DAEMONSET, DRIVER, NAMESPACE } from "../support/fixtures.js";
 import { DAEMONSET_OWNER, type PodReplacement } from "./cluster-seed.js";
 import { fleetNode } from "./fleet.js";
@@ -72,24 +73,6 @@ let calls: SimCall[] = [];
 let refused = 0;
 const healed = new Set<string>();
 
-/** At most `limit` at once; the rest wait in arrival order (the sidecar's limiter waits, it does not refuse). */
-class Slots {
-  private running = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
-    else this.running++;
-    try {
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
-    }
-  }
-}
-
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const t = setTimeout(resolve, ms);
@@ -112,7 +95,8 @@ function handlers(n: number) {
     rule: defaults.authz,
     cacheTtlMs: defaults.authCacheTtlMs,
   });
-  const slots = new Slots(spec.perNode);
+  // The sidecar's own limiter: at most perNode driver calls at once, the rest wait in arrival order.
+  const slots = new Limiter(spec.perNode, Number.MAX_SAFE_INTEGER);
   const unary =
     <Req, Res>(method: string, fn: (req: Req, signal: AbortSignal) => Promise<Res>, withAuth: boolean) =>
     (call: grpc.ServerUnaryCall<Req, Res>, cb: grpc.sendUnaryData<Res>) => {
@@ -142,7 +126,7 @@ function handlers(n: number) {
         message: "",
         volumeId: "",
       };
-    });
+    }, signal);
   return {
     health: {
       check: unary("/grpc.health.v1.Health/Check", async () => ({ status: HealthCheckResponse_ServingStatus.SERVING }), false),

@@ -10,15 +10,13 @@
 // from the simulated drivers' and the driver-stubs' call logs, the API's counters and /proc.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { fork } from "node:child_process";
 import type { VolumeSpec } from "../../driver-stub/state.js";
-import { CONTROLLER_SA, CONTROLLER_USER, EVENTS_QUEUED_METRIC, HANDLED_RESTART, spawnController } from "../demo/controller-process.js";
+import { CONTROLLER_SA, CONTROLLER_USER, EVENTS_QUEUED_METRIC, spawnController } from "../demo/controller-process.js";
 import { metricSum } from "../demo/controller-view.js";
 import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
 import { restartDriverStub, startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { NAMESPACE } from "../support/fixtures.js";
 import { makeTlsFiles, type TlsFiles } from "../support/secure-sidecar.js";
-import { repoRoot } from "../support/proc.js";
 import type { PodReplacement } from "./cluster-seed.js";
 import type { FromSim, SimCall, SimSpec, ToSim } from "./cluster-sim.js";
 import { readDeployLimits } from "./deploy-limits.js";
@@ -27,10 +25,10 @@ import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile } from "./load.js";
 import { readCpuMs, sampleMemory } from "./memory.js";
-import { SIDECAR_USER } from "./restart.js";
+import { SIDECAR_USER, handledMarkers } from "./restart.js";
+import { forkIpc } from "./ipc-child.js";
 
 export const SIM_USER = "system:serviceaccount:csi:csi-plugin-simulated";
-const CAN = "csiaddons.openshift.io/v1alpha1";
 const HEAL_FAMILY = { verbs: ["call"], apiGroups: ["csiaddons.openshift.io"], resources: ["csiaddonsnodes/heal"], namespace: NAMESPACE };
 
 export interface ClusterCase {
@@ -86,30 +84,18 @@ const isWrite = (key: string) => /^(create|update|patch|delete|deletecollection)
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
 const isReview = (key: string) => /^create (tokenreviews|subjectaccessreviews|selfsubjectaccessreviews)$/.test(key);
 
-/** The simulated sidecars' process and its IPC. */
+/** The simulated sidecars' process. */
 async function startSim(spec: SimSpec, cleanup: Cleanup) {
-  const child = fork(join(repoRoot, "test/bench/cluster-sim.ts"), [JSON.stringify(spec)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "inherit", "inherit", "ipc"] });
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  cleanup.add("simulated sidecars", async () => (child.kill("SIGTERM"), await exited));
-  const waiting = new Map<number, (m: FromSim) => void>();
-  let next = 0;
-  await new Promise<void>((resolve, reject) => {
-    child.on("message", (m: FromSim) => (m.type === "ready" ? resolve() : waiting.get(m.id)?.(m)));
-    void exited.then(() => reject(new Error("the simulated sidecars' process exited")));
-  });
-  const ask = <T extends FromSim>(m: Omit<ToSim, "id">) =>
-    new Promise<T>((resolve) => {
-      const id = ++next;
-      waiting.set(id, (a) => (waiting.delete(id), resolve(a as T)));
-      child.send({ ...m, id });
-    });
+  const child = await forkIpc<ToSim, FromSim>("test/bench/cluster-sim.ts", spec, "the simulated sidecars' process");
+  cleanup.add("simulated sidecars", () => child.stop());
+  type Answer<T extends FromSim["type"]> = Extract<FromSim, { type: T }>;
   return {
-    pid: child.pid!,
-    start: (pods: PodReplacement[]) => ask<Extract<FromSim, { type: "start" }>>({ type: "start", pods } as Omit<ToSim, "id">),
-    stop: (nodes: number[]) => ask({ type: "stop", nodes } as Omit<ToSim, "id">),
-    calls: () => ask<Extract<FromSim, { type: "calls" }>>({ type: "calls" }),
-    healed: async () => (await ask<Extract<FromSim, { type: "healed" }>>({ type: "healed" })).volumes,
-    reset: () => ask({ type: "reset" }),
+    pid: child.pid,
+    start: (pods: PodReplacement[]) => child.ask<Answer<"start">>({ type: "start", pods }),
+    stop: (nodes: number[]) => child.ask({ type: "stop", nodes }),
+    calls: () => child.ask<Answer<"calls">>({ type: "calls" }),
+    healed: async () => (await child.ask<Answer<"healed">>({ type: "healed" })).volumes,
+    reset: () => child.ask({ type: "reset" }),
   };
 }
 
@@ -139,11 +125,9 @@ async function startReal(c: ClusterCase, n: number, pod: string, kube: KubeChild
   return { n, stub, sidecar };
 }
 
-async function handledCount(kube: KubeChild, before: Map<string, string | undefined>): Promise<{ done: number; markers: Map<string, string | undefined> }> {
-  const objs = (await kube.list(CAN, "CSIAddonsNode")) as { metadata: { name: string; annotations?: Record<string, string> } }[];
-  const markers = new Map(objs.map((o) => [o.metadata.name, o.metadata.annotations?.[HANDLED_RESTART]]));
-  return { done: [...markers].filter(([k, v]) => v !== undefined && v !== before.get(k)).length, markers };
-}
+/** How many CSIAddonsNodes carry a handled marker other than the one `before` had. */
+const newlyHandled = (now: Map<string, string | undefined>, before: Map<string, string | undefined>) =>
+  [...now].filter(([name, marker]) => marker !== undefined && marker !== before.get(name)).length;
 
 const spreadOver = (count: number, total: number) => Array.from({ length: count }, (_, i) => Math.min(total - 1, Math.floor(((i + 0.5) * total) / count)));
 
@@ -191,11 +175,11 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
   });
   env.cleanup.add("healer controller (cluster)", () => controller.stop());
   progress(`  healer controller pid ${controller.pid} (${c.controllerNodeArgs?.join(" ") ?? limits.nodeOptions}); waiting for its first pass over every node`);
-  let { markers } = await controller.waitWhileRunning(
+  let markers = await controller.waitWhileRunning(
     "the controller's first pass over every node",
     async () => {
-      const h = await handledCount(kube, new Map());
-      return h.done >= nodes && h;
+      const now = await handledMarkers(kube);
+      return newlyHandled(now, new Map()) >= nodes && now;
     },
     600_000,
     1000,
@@ -247,17 +231,15 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
     1_800_000,
     1000,
   );
-  markers = (
-    await controller.waitWhileRunning(
-      "the controller to record every restart as handled",
-      async () => {
-        const h = await handledCount(kube, markers);
-        return h.done >= nodes && h;
-      },
-      300_000,
-      1000,
-    )
-  ).markers;
+  markers = await controller.waitWhileRunning(
+    "the controller to record every restart as handled",
+    async () => {
+      const now = await handledMarkers(kube);
+      return newlyHandled(now, markers) >= nodes && now;
+    },
+    300_000,
+    1000,
+  );
   await controller.waitWhileRunning("the controller's Event backlog written", async () => metricSum(await controller.metrics(), EVENTS_QUEUED_METRIC) === 0, 600_000, 1000);
   const peak = memory.stop();
   const counts = await kube.countsByUser();

@@ -83,10 +83,9 @@ function startChurn(perSecond: number, skip: Set<number>, fleet: Fleet): void {
   const targets: string[] = [];
   for (let n = 0; n < fleet.nodes; n++) if (!skip.has(n)) for (let j = 0; j < fleet.volumesPerNode; j++) targets.push(fleetPv(n, j));
   if (targets.length === 0) throw new Error(`no PV outside nodes ${[...skip].map(fleetNode).join(", ")} to change`);
-  const state = { timer: undefined as unknown as NodeJS.Timeout, changes: 0 };
   const tickMs = 100;
   let owed = 0;
-  state.timer = setInterval(() => {
+  const timer = setInterval(() => {
     for (owed += (perSecond * tickMs) / 1000; owed >= 1; owed--) {
       const name = targets[state.changes % targets.length]!;
       const pv = api.get("v1", "PersistentVolume", undefined, name) as { metadata: { labels?: Record<string, string> } };
@@ -94,6 +93,7 @@ function startChurn(perSecond: number, skip: Set<number>, fleet: Fleet): void {
       state.changes++;
     }
   }, tickMs);
+  const state = { timer, changes: 0 };
   churn = state;
 }
 

@@ -193,7 +193,7 @@ function healCalls(stub: DriverStub, since: number) {
 }
 
 /** The controller's handled-restart marker on each CSIAddonsNode, by name. */
-async function handledMarkers(kube: KubeChild): Promise<Map<string, string | undefined>> {
+export async function handledMarkers(kube: KubeChild): Promise<Map<string, string | undefined>> {
   const nodes = (await kube.list(CAN, "CSIAddonsNode")) as { metadata: { name: string; annotations?: Record<string, string> } }[];
   return new Map(nodes.map((o) => [o.metadata.name, o.metadata.annotations?.[HANDLED_RESTART]]));
 }
