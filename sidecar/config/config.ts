@@ -185,7 +185,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: "pv-cache-ttl",
     kind: "string",
     env: "PV_CACHE_TTL",
-    help: "how long a PV read serves health checks, kept current by a PV watch; 0 = off",
+    help: "how long a PV's watch serves it to requests before it is watched anew; 0 = read on every request",
     default: "10m",
   },
   { name: "version", kind: "bool", help: "print the version and exit" },

@@ -6,7 +6,8 @@ import { ratioVs } from "./ratio.js";
 import type { LoadResult } from "./load.js";
 import type { Results } from "./report.js";
 
-const HEAL_PATH = ["get persistentvolumes", "get volumeattachments", "get csidrivers", "get nodes", "get secrets"];
+/** A PV's watch reads it too: its first event is the PV (relay/pv-cache.ts). */
+const HEAL_PATH = ["get persistentvolumes", "watch persistentvolumes", "get volumeattachments", "get csidrivers", "get nodes", "get secrets"];
 
 /**
  * Where a relay that does nothing a sidecar must bounds the measure, what each measured in the same

@@ -112,6 +112,7 @@ const STEPS = [
   "GetVolumeHealth of a volume without attach that only a Pod on this node shows",
   "this node's Pods kept by a watch (no API list per request)",
   "HealVolume ALWAYS of a volume without attach, twice: its CSIDriver read (no VolumeAttachment read the second time)",
+  "GetVolumeHealth of a PersistentVolume that does not exist: NOT_FOUND (its watch shows nothing, so it is read)",
 ] as const;
 type Step = (typeof STEPS)[number];
 
@@ -191,6 +192,12 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     const [healCall] = stub.calls({ method: "NodeHealVolume", volumeId: "vol-heal" }).slice(-1);
     if (!healCall || JSON.stringify((healCall.request as Obj).secrets) !== JSON.stringify({ userKey: secretDigest(SECRET_VALUE) })) {
       throw new StepFailed(step, undefined, `the driver did not get the stage secret: ${JSON.stringify(healCall?.request)}`);
+    }
+
+    step = STEPS[12];
+    const absent = await call(client, client.getVolumeHealth, { pvName: "pv-absent" }, { metadata });
+    if (absent.ok || absent.code !== grpc.status.NOT_FOUND) {
+      throw new StepFailed(step, absent.ok ? "OK" : codeName(absent.code), absent.ok ? "answered for a PV that does not exist" : absent.details);
     }
 
     step = STEPS[3];
@@ -393,7 +400,7 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
   "delete csiaddonsnodes": { step: STEPS[0] },
   "get pods": { step: STEPS[0] },
   "get replicasets": { step: STEPS[0] },
-  "get persistentvolumes": { step: STEPS[1], code: "FAILED_PRECONDITION" },
+  "get persistentvolumes": { step: STEPS[12], code: "FAILED_PRECONDITION" },
   "watch persistentvolumes": { step: STEPS[7] },
   "get volumeattachments": { step: STEPS[1], code: "FAILED_PRECONDITION" },
   "get nodes": { step: STEPS[1], code: "FAILED_PRECONDITION" }, // the watched Node is asked first

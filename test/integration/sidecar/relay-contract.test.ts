@@ -157,8 +157,9 @@ describe("relay contract, seen from the driver", () => {
   test("a Kubernetes API that fails transiently (5xx, 429) → UNAVAILABLE naming the API's status, driver not called", async () => {
     for (const status of [503, 429] as const) {
       const n = driverCalls("vol-keys").length;
-      kube.faults.failNext(1, status, { verb: "get", resource: "persistentvolumes" });
-      const r = await health("pv-keys");
+      // Its watch and then its read (the watch showed nothing) both fail.
+      kube.faults.failNext(2, status, { resource: "persistentvolumes" });
+      const r = await health("pv-keys").finally(() => kube.faults.clear());
       assert.equal(codeName((r as { code: grpc.status }).code), "UNAVAILABLE", (r as { details: string }).details);
       assert.match((r as { details: string }).details, new RegExp(`^Kubernetes API: ${status} `));
       assert.equal(driverCalls("vol-keys").length, n);
