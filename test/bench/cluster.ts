@@ -72,6 +72,12 @@ export interface ClusterResult extends ClusterCase {
     /** Access reviews (TokenReview, SubjectAccessReview): create requests that store nothing. */
     reviewsPerVolume: number;
     realSidecarReadsPerVolume: number;
+    /**
+     * What the real sidecars read from their start until their node's last volume was healed, per
+     * volume, and by request: a just-started sidecar's cost of a heal burst, its start-up included.
+     * (Another real sidecar's periodic reads in that span count too: the figure errs high.)
+     */
+    realSidecarBurst: { readsPerVolume: number; healPathPerVolume: number; requests: Record<string, number> };
     eventsWritten: number;
     /** Lists that did not name one object, by resource (an informer's re-list reads everything). */
     listsNotByName: Record<string, number>;
@@ -83,6 +89,23 @@ export interface ClusterResult extends ClusterCase {
 const isWrite = (key: string) => /^(create|update|patch|delete|deletecollection) /.test(key) && !isReview(key);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
 const isReview = (key: string) => /^create (tokenreviews|subjectaccessreviews|selfsubjectaccessreviews)$/.test(key);
+/** What a heal reads (DESIGN 4.4), not the sidecar's own objects (its CSIAddonsNode, its Pod). */
+const isHealPath = (key: string) => / (persistentvolumes|volumeattachments|csidrivers|secrets|nodes)$/.test(key);
+
+/** The real sidecars' requests since `before`, by request. */
+function sidecarRequestsSince(before: Counts, now: Counts): Record<string, number> {
+  const was = before.byUser[SIDECAR_USER] ?? {};
+  return Object.fromEntries(Object.entries(now.byUser[SIDECAR_USER] ?? {}).flatMap(([k, n]) => (n - (was[k] ?? 0) > 0 ? [[k, n - (was[k] ?? 0)]] : [])));
+}
+
+/** Resolves once every volume of the driver-stub is HEALTHY again. */
+async function allHealthy(stub: DriverStub, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!Object.values(stub.readState().volumes ?? {}).every((v) => v.state === "HEALTHY")) {
+    if (Date.now() > deadline) throw new Error(`the volumes of ${stub.addonsSocket} were not all healed within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 /** The simulated sidecars' process. */
 async function startSim(spec: SimSpec, cleanup: Cleanup) {
@@ -194,6 +217,7 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
   const waves = Math.ceil(nodes / perWave);
   const backAt = new Map<number, number>();
   const realSince = new Map<number, number>();
+  const bursts: Promise<Record<string, number>>[] = [];
   const start = Date.now();
   progress(`  rollout: ${waves} waves of ${perWave} nodes, ${c.waveGapMs / 1000} s apart`);
   for (let w = 0; w < waves; w++) {
@@ -211,10 +235,14 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
       pods
         .filter((p) => real.has(p.node))
         .map(async (p) => {
+          const before = await kube.countsByUser();
           realSince.set(p.node, Date.now());
           const r = await startReal(c, p.node, p.pod, kube, tls, env, broken, reals.get(p.node)!.stub);
           reals.set(p.node, r);
           backAt.set(p.node, Date.now());
+          const burst = allHealthy(r.stub, 1_800_000).then(async () => sidecarRequestsSince(before, await kube.countsByUser()));
+          burst.catch(() => undefined); // awaited after the rollout; its failure is reported then
+          bursts.push(burst);
         }),
     );
     progress(`  wave ${w + 1}/${waves}: ${wave.length} node-plugin pods replaced at +${((Date.now() - start) / 1000).toFixed(1)} s`);
@@ -243,10 +271,12 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
   await controller.waitWhileRunning("the controller's Event backlog written", async () => metricSum(await controller.metrics(), EVENTS_QUEUED_METRIC) === 0, 600_000, 1000);
   const peak = memory.stop();
   const counts = await kube.countsByUser();
+  const burst: Record<string, number> = {};
+  for (const one of await Promise.all(bursts)) for (const [k, n] of Object.entries(one)) burst[k] = (burst[k] ?? 0) + n;
   const cpu = { controller: readCpuMs(pids.controller) - cpu0.controller, apiServer: readCpuMs(pids.apiServer) - cpu0.apiServer, sim: readCpuMs(pids.sim) - cpu0.sim };
   const { calls } = await sim.calls();
   const realCalls = new Map([...reals].map(([n, r]) => [n, r.stub.calls({ method: "NodeHealVolume" }).filter((e) => e.t0 >= realSince.get(n)! && e.code === "OK")]));
-  const result = measure(c, { start, backAt, calls, realCalls, counts, waves, peakRss: peak.peakRssBytes, cpu, limits, simNodes: simNodes.length });
+  const result = measure(c, { start, backAt, calls, realCalls, counts, burst, waves, peakRss: peak.peakRssBytes, cpu, limits, simNodes: simNodes.length });
 
   await controller.stop();
   for (const r of reals.values()) {
@@ -263,6 +293,8 @@ interface Observed {
   calls: SimCall[];
   realCalls: Map<number, { t0: number; t1: number }[]>;
   counts: Counts;
+  /** The real sidecars' requests from each one's start to its node's volumes all healed, summed. */
+  burst: Record<string, number>;
   waves: number;
   peakRss: number;
   cpu: { controller: number; apiServer: number; sim: number };
@@ -323,6 +355,11 @@ function measure(c: ClusterCase, o: Observed): ClusterResult {
       readsPerVolume: requestTotal(allCounts, isRead) / volumes,
       reviewsPerVolume: requestTotal(allCounts, isReview) / volumes,
       realSidecarReadsPerVolume: requestTotal(sidecarCounts, isRead) / realVolumes,
+      realSidecarBurst: {
+        readsPerVolume: requestTotal(o.burst, isRead) / realVolumes,
+        healPathPerVolume: requestTotal(o.burst, (k) => isRead(k) && isHealPath(k)) / realVolumes,
+        requests: o.burst,
+      },
       eventsWritten: allCounts["create events"] ?? 0,
       listsNotByName,
     },

@@ -6,7 +6,7 @@ import type { SidecarAtSize } from "./sidecar-scale.js";
 
 export interface ClusterResults {
   rollout: ClusterResult;
-  /** The same real sidecar in a small cluster and a large one. */
+  /** The same real sidecar in a small cluster and a large one, side by side; of each size the median of each figure over the rounds. */
   sidecar: { small: SidecarAtSize; large: SidecarAtSize; runs: SidecarAtSize[]; changesPerSecond: number; windowMs: number };
 }
 
@@ -25,13 +25,19 @@ export function clusterTargetRows(c: ClusterResults): Row[] {
   const readAll = READ_ALL.reduce((n, k) => n + (r.api.listsNotByName[k] ?? 0), 0);
   const { small, large } = c.sidecar;
   const ctl = r.controller;
+  const burst = r.api.realSidecarBurst;
   return [
     [`per node, new sidecar back -> its last volume HEALED, p99 (pace ${s(r.nodePaceMs)})`, s(r.perNode.p99Ms), `<= ${s(bound)}`, r.perNode.p99Ms <= bound],
     [`per node, the worst (${r.perNode.worstNode})`, s(r.perNode.maxMs), `<= ${s(bound)}`, r.perNode.maxMs <= bound],
     ["whole rollout: last node back -> last volume HEALED", `${s(r.rollout.afterLastBackMs)} (${r.rollout.ratioToPace.toFixed(2)}x the pace)`, "<= 1.5x", r.rollout.ratioToPace <= 1.5],
     ["API writes per healed volume, all identities (Events included)", r.api.writesPerVolume.toFixed(3), "<= 1.1", r.api.writesPerVolume <= 1.1],
     ["API reads per healed volume, all identities", r.api.readsPerVolume.toFixed(3), "<= 1.1", r.api.readsPerVolume <= 1.1],
-    ["API reads per healed volume by the real sidecars, just started", r.api.realSidecarReadsPerVolume.toFixed(2), "<= 2", r.api.realSidecarReadsPerVolume <= 2],
+    [
+      "API reads per healed volume by a real sidecar just started (its start -> its node healed; of them the heal's own)",
+      `${burst.readsPerVolume.toFixed(2)} (${burst.healPathPerVolume.toFixed(2)})`,
+      "<= 2",
+      burst.readsPerVolume <= 2,
+    ],
     ["lists of every object of a resource during the rollout", String(readAll), "0", readAll === 0],
     [`controller peak RSS (${ctl.nodeOptions}; request ${ctl.request}, limit ${ctl.limit})`, MiB(ctl.peakRssBytes), `<= ${ctl.limit}`, ctl.peakRssBytes <= ctl.limitBytes],
     [`real sidecar peak RSS, ${small.pvs} vs ${large.pvs} PVs`, `${MiB(small.peakRssBytes)} vs ${MiB(large.peakRssBytes)} (${pct(small.peakRssBytes, large.peakRssBytes)})`, "within 5%", within(small.peakRssBytes, large.peakRssBytes, 0.05)],
@@ -52,7 +58,8 @@ export function renderCluster(c: ClusterResults): string {
     `   controller: peak RSS ${MiB(r.controller.peakRssBytes)}, CPU ${r.controller.cpuSeconds.toFixed(1)} s; API server CPU ${r.cpuSeconds.apiServer.toFixed(1)} s; simulated sidecars CPU ${r.cpuSeconds.simulatedSidecars.toFixed(1)} s`,
     `   API requests per healed volume: writes ${r.api.writesPerVolume.toFixed(3)}, reads ${r.api.readsPerVolume.toFixed(3)}, access reviews ${r.api.reviewsPerVolume.toFixed(3)}; by identity:`,
     ...identity,
-    `   a real sidecar with ${c.sidecar.changesPerSecond} PV changes a second elsewhere, ${s(c.sidecar.windowMs)}, each size twice taking turns (CPU ${c.sidecar.runs.map((x) => `${x.pvs} PVs ${Math.round(x.cpuMs)} ms`).join(", ")}), the run with less CPU of each: ${small.pvs} PVs: ${MiB(small.peakRssBytes)}, ${Math.round(small.cpuMs)} ms CPU, ${small.watchEvents} watch events, ${small.requests} requests; ${large.pvs} PVs: ${MiB(large.peakRssBytes)}, ${Math.round(large.cpuMs)} ms CPU, ${large.watchEvents} watch events, ${large.requests} requests`,
+    `   the real sidecars, from each one's start to its node's volumes healed: ${r.api.realSidecarBurst.readsPerVolume.toFixed(2)} reads per volume (${Object.entries(r.api.realSidecarBurst.requests).map(([k, n]) => `${k} ${n}`).join(", ")}); over the whole rollout, their old and new pods' periodic reads included, ${r.api.realSidecarReadsPerVolume.toFixed(2)}`,
+    `   a real sidecar with ${c.sidecar.changesPerSecond} PV changes a second elsewhere, ${s(c.sidecar.windowMs)}, ${c.sidecar.runs.length / 2} rounds of both sizes side by side over the same window (${c.sidecar.runs.map((x) => `${x.pvs} PVs ${Math.round(x.cpuMs)} ms ${MiB(x.peakRssBytes)} ${x.watchEvents} events`).join(", ")}), the median of each figure: ${small.pvs} PVs: ${MiB(small.peakRssBytes)}, ${Math.round(small.cpuMs)} ms CPU, ${small.watchEvents} watch events, ${small.requests} requests; ${large.pvs} PVs: ${MiB(large.peakRssBytes)}, ${Math.round(large.cpuMs)} ms CPU, ${large.watchEvents} watch events, ${large.requests} requests`,
     "",
     `   Issue 49 targets, this run (met: ${rows.filter((x) => x[3]).length} of ${rows.length})`,
     formatTable(

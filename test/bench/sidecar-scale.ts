@@ -4,7 +4,7 @@
 // checked every few seconds, as a healer controller's periodic pass and kubelet-side tools would.
 // Measured over the window: the sidecar's RSS (peak of samples), CPU time, the watch events the
 // API server sent it and the requests it made. A node-scoped sidecar costs the same in a cluster
-// of 1 000 PVs and of 50 000.
+// of 1 000 PVs and of 50 000; the two sizes run side by side, over the same window.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
@@ -36,8 +36,22 @@ export interface SidecarAtSize {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Checks of every volume before the window: the first compile the check path, later ones run it as measured. */
+const WARM_ROUNDS = 3;
 
-export async function sidecarAtSize(c: SidecarScaleCase, pvs: number, env: { dir: string; cleanup: Cleanup; progress: (l: string) => void }): Promise<SidecarAtSize> {
+interface ScaleEnv {
+  dir: string;
+  cleanup: Cleanup;
+  progress: (l: string) => void;
+}
+
+interface Prepared {
+  measure(): Promise<SidecarAtSize>;
+  stop(): Promise<void>;
+}
+
+/** The cluster seeded, the node's driver-stub and sidecar started, its volumes known and its code warm. */
+async function prepare(c: SidecarScaleCase, pvs: number, env: ScaleEnv): Promise<Prepared> {
   const fleet: Fleet = { nodes: Math.ceil(pvs / c.volumesPerNode), volumesPerNode: c.volumesPerNode };
   const dir = join(env.dir, `sidecar-${pvs}`);
   mkdirSync(dir, { recursive: true });
@@ -57,8 +71,20 @@ export async function sidecarAtSize(c: SidecarScaleCase, pvs: number, env: { dir
       checks++;
     }
   };
+  const stop = async () => {
+    client.close();
+    await sidecar.stop();
+    await stub.stop();
+    await kube.stop();
+  };
   try {
-    await checkAll(); // its volumes known, its caches warm: the steady state is what is measured
+    // Its volumes known, its caches warm and its check path compiled: the steady state is what is measured.
+    for (let i = 0; i < WARM_ROUNDS; i++) await checkAll();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const measure = async (): Promise<SidecarAtSize> => {
     checks = 0;
     await kube.reset();
     const cpu0 = readCpuMs(sidecar.pid);
@@ -76,10 +102,38 @@ export async function sidecarAtSize(c: SidecarScaleCase, pvs: number, env: { dir
     const events = Object.values(counts.eventsByUser[SIDECAR_USER] ?? {}).reduce((n, v) => n + v, 0);
     env.progress(`  ${pvs} PVs in the cluster: ${changes} PV changes elsewhere, sidecar ${Math.round(cpuMs)} ms CPU, ${events} watch events received`);
     return { pvs, peakRssBytes: peak.peakRssBytes, cpuMs, watchEvents: events, requests: requestTotal(counts.byUser[SIDECAR_USER] ?? {}), changes, checks };
+  };
+  return { measure, stop };
+}
+
+/**
+ * The sidecar in a cluster of each size, both measured over the same window: what else the machine
+ * does then (a tenth of a second of CPU a minute, or more, from one minute to the next) falls on
+ * both, and what is compared is the cluster's size alone.
+ */
+export async function sidecarsSideBySide(c: SidecarScaleCase, sizes: readonly number[], env: ScaleEnv): Promise<SidecarAtSize[]> {
+  const prepared: Prepared[] = [];
+  try {
+    for (const pvs of sizes) prepared.push(await prepare(c, pvs, env));
+    return await Promise.all(prepared.map((p) => p.measure()));
   } finally {
-    client.close();
-    await sidecar.stop();
-    await stub.stop();
-    await kube.stop();
+    for (const p of prepared) await p.stop();
   }
+}
+
+/** Of runs at one size, the median of each figure. */
+export function medianOfRuns(runs: SidecarAtSize[]): SidecarAtSize {
+  const med = (f: (r: SidecarAtSize) => number) => {
+    const xs = runs.map(f).sort((a, b) => a - b);
+    return xs[Math.floor((xs.length - 1) / 2)]!;
+  };
+  return {
+    pvs: runs[0]!.pvs,
+    peakRssBytes: med((r) => r.peakRssBytes),
+    cpuMs: med((r) => r.cpuMs),
+    watchEvents: med((r) => r.watchEvents),
+    requests: med((r) => r.requests),
+    changes: med((r) => r.changes),
+    checks: med((r) => r.checks),
+  };
 }

@@ -128,6 +128,11 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(cl.perNode.maxMs > 0 && cl.perNode.realMaxMs > 0 && cl.controller.peakRssBytes > 0, JSON.stringify(cl.perNode));
   assert.ok(Object.keys(cl.api.byIdentity).length === 3, "controller, simulated and real sidecars counted apart");
   assert.ok(r.cluster.sidecar.small.checks > 0 && r.cluster.sidecar.large.pvs > r.cluster.sidecar.small.pvs);
+  assert.equal(r.cluster.sidecar.runs.length, 6, "three rounds of both sizes");
+  // A just-started real sidecar's heal burst: each PV through its watch, each attachment read.
+  const burst = cl.api.realSidecarBurst.requests;
+  assert.deepEqual([burst["watch persistentvolumes"], burst["get volumeattachments"]], [20, 20], JSON.stringify(burst));
+  assert.ok(cl.api.realSidecarBurst.healPathPerVolume >= 2 && cl.api.realSidecarBurst.readsPerVolume >= cl.api.realSidecarBurst.healPathPerVolume);
   assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
 
   // Overload under deploy/'s memory settings, and as the image starts the sidecar without
