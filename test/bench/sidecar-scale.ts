@@ -100,7 +100,7 @@ async function prepare(c: SidecarScaleCase, pvs: number, env: ScaleEnv): Promise
     const cpuMs = readCpuMs(sidecar.pid) - cpu0;
     const counts = await kube.countsByUser();
     const events = Object.values(counts.eventsByUser[SIDECAR_USER] ?? {}).reduce((n, v) => n + v, 0);
-    env.progress(`  ${pvs} PVs in the cluster: ${changes} PV changes elsewhere, sidecar ${Math.round(cpuMs)} ms CPU, ${events} watch events received`);
+    env.progress(`  ${pvs} PVs in the cluster: ${changes} PV changes elsewhere, sidecar (pid ${sidecar.pid}) ${Math.round(cpuMs)} ms CPU, ${events} watch events received`);
     return { pvs, peakRssBytes: peak.peakRssBytes, cpuMs, watchEvents: events, requests: requestTotal(counts.byUser[SIDECAR_USER] ?? {}), changes, checks };
   };
   return { measure, stop };
