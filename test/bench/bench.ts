@@ -452,9 +452,10 @@ async function clusterSection(dir: string, size: Size): Promise<ClusterResults> 
   const result = await clusterRollout(rollout, { dir: caseDir, cleanup, progress });
   progress(`  a real sidecar in a cluster of ${sidecar.pvs.join(" and of ")} PVs, ${sidecar.changesPerSecond} PV changes a second elsewhere`);
   // Both sizes side by side, over the same window, three times; of each size the median of each
-  // figure. A minute of a mostly idle sidecar is well under a second of CPU, which what else the
-  // machine does moves by a fifth from one minute to the next (the sizes taking turns were 7 %
-  // apart, either way); side by side they share that, and one run's GC still moves its peak RSS.
+  // figure. A minute of a mostly idle sidecar is well under a second of CPU, and what else the
+  // machine does moves that by a fifth from one minute to the next: taking turns, the two sizes
+  // came out up to 7 % apart, either way. Side by side they share it; one run's GC still moves
+  // its peak RSS.
   const runs: SidecarAtSize[] = [];
   for (let round = 0; round < SIDECAR_ROUNDS; round++) runs.push(...(await sidecarsSideBySide(sidecar, sidecar.pvs, { dir: join(caseDir, `round-${round}`), cleanup, progress })));
   return {

@@ -25,7 +25,7 @@ import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile } from "./load.js";
 import { readCpuMs, sampleMemory } from "./memory.js";
-import { SIDECAR_USER, handledMarkers } from "./restart.js";
+import { SIDECAR_USER, handledMarkers, isHealPath } from "./restart.js";
 import { forkIpc } from "./ipc-child.js";
 
 export const SIM_USER = "system:serviceaccount:csi:csi-plugin-simulated";
@@ -89,8 +89,6 @@ export interface ClusterResult extends ClusterCase {
 const isWrite = (key: string) => /^(create|update|patch|delete|deletecollection) /.test(key) && !isReview(key);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
 const isReview = (key: string) => /^create (tokenreviews|subjectaccessreviews|selfsubjectaccessreviews)$/.test(key);
-/** What a heal reads (DESIGN 4.4), not the sidecar's own objects (its CSIAddonsNode, its Pod). */
-const isHealPath = (key: string) => / (persistentvolumes|volumeattachments|csidrivers|secrets|nodes)$/.test(key);
 
 /** The real sidecars' requests since `before`, by request. */
 function sidecarRequestsSince(before: Counts, now: Counts): Record<string, number> {

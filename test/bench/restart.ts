@@ -97,7 +97,7 @@ const sumCpu = (pids: number[]) => pids.reduce((n, pid) => n + readCpuMs(pid), 0
 const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
 const isRead = (key: string) => /^(get|list|watch) /.test(key);
 /** What the sidecar reads to serve a heal (4.4); anything else is about its own objects. */
-const isHealPath = (key: string) => / (persistentvolumes|volumeattachments|csidrivers|secrets|nodes)$/.test(key);
+export const isHealPath = (key: string) => / (persistentvolumes|volumeattachments|csidrivers|secrets|nodes)$/.test(key);
 
 /** fn over items, `size` at a time (set-up only). */
 async function inBatches<T, R>(items: readonly T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
