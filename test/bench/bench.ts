@@ -443,6 +443,12 @@ async function overload(stack: Stack, size: Size): Promise<Pick<Results, "overlo
 
 const SIDECAR_ROUNDS = 3;
 
+function writeResults(out: string, results: object): void {
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, JSON.stringify(results, null, 2) + "\n");
+  process.stdout.write(`\nresults written to ${out}\n`);
+}
+
 /** 6. The cluster: the rollout, then the same real sidecar in a small cluster and a large one. */
 async function clusterSection(dir: string, size: Size): Promise<ClusterResults> {
   const { rollout, sidecar } = size.cluster;
@@ -486,9 +492,7 @@ async function main(): Promise<number> {
     const cluster = await clusterSection(dir, size);
     ok = true;
     process.stdout.write(renderCluster(cluster) + "\n");
-    mkdirSync(dirname(opts.out), { recursive: true });
-    writeFileSync(opts.out, JSON.stringify({ timestamp: new Date().toISOString(), mode: opts.quick ? "quick" : "full", git: gitDescribe(), cluster }, null, 2) + "\n");
-    process.stdout.write(`\nresults written to ${opts.out}\n`);
+    writeResults(opts.out, { timestamp: new Date().toISOString(), mode: opts.quick ? "quick" : "full", git: gitDescribe(), cluster });
     return 0;
   }
   const restart = await restartHeals(dir, size);
@@ -553,9 +557,7 @@ async function main(): Promise<number> {
   };
   ok = true;
   process.stdout.write(renderTables(results) + "\n\n" + renderTargets(results) + "\n\n" + renderCluster(cluster) + "\n");
-  mkdirSync(dirname(opts.out), { recursive: true });
-  writeFileSync(opts.out, JSON.stringify(results, null, 2) + "\n");
-  process.stdout.write(`\nresults written to ${opts.out}\n`);
+  writeResults(opts.out, results);
   return 0;
 }
 

@@ -28,6 +28,7 @@ import { csiAddonsNodeName, podEndpoint } from "../../sidecar/node/name.js";
 import { toStatus } from "../../sidecar/server/status.js";
 import type { CallContext, Middleware } from "../../sidecar/server/context.js";
 import { DomainError } from "../../sidecar/errors.js";
+import { delay } from "../../common/util/delay.js";
 import { Limiter } from "../../sidecar/relay/limiter.js";
 import { DAEMONSET, DRIVER, NAMESPACE } from "../support/fixtures.js";
 import { DAEMONSET_OWNER, type PodReplacement } from "./cluster-seed.js";
@@ -54,9 +55,10 @@ export interface SimCall {
 export type ToSim = { id: number; type: "start"; pods: PodReplacement[] } | { id: number; type: "stop"; nodes: number[] } | { id: number; type: "calls" | "reset" | "healed" };
 export type FromSim =
   | { type: "ready" }
-  /** Per node started: its port, and when its CSIAddonsNode was written (the new sidecar is back). */
-  | { type: "start"; id: number; started: Record<number, { port: number; at: number }> }
+  /** Per node started: when its CSIAddonsNode was written (the new sidecar is back). */
+  | { type: "start"; id: number; started: Record<number, { at: number }> }
   | { type: "stop"; id: number }
+  /** The calls answered, and how many were refused (UNAUTHENTICATED, PERMISSION_DENIED) since the reset. */
   | { type: "calls"; id: number; calls: SimCall[]; refused: number }
   /** Volumes healed ALWAYS since the reset: cheap to ask every second, unlike every call. */
   | { type: "healed"; id: number; volumes: number }
@@ -73,17 +75,8 @@ let calls: SimCall[] = [];
 let refused = 0;
 const healed = new Set<string>();
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => (clearTimeout(t), reject(new DomainError("Cancelled", "cancelled"))), { once: true });
-  });
-
-interface SimNode {
-  server: grpc.Server;
-  port: number;
-}
-const servers = new Map<number, SimNode>();
+const servers = new Map<number, grpc.Server>();
+/** Each node's port, kept across its pods: the endpoint a new pod's CSIAddonsNode names. */
 const ports = new Map<number, number>();
 
 function handlers(n: number) {
@@ -117,7 +110,8 @@ function handlers(n: number) {
     slots.run(async () => {
       const mode = req.mode === HealVolumeRequest_Mode.ALWAYS ? "ALWAYS" : "IF_ABNORMAL";
       const t0 = Date.now();
-      await sleep(mode === "ALWAYS" ? spec.healMs : spec.checkMs, signal);
+      await delay(mode === "ALWAYS" ? spec.healMs : spec.checkMs, signal);
+      if (signal.aborted) throw new DomainError("Cancelled", "cancelled");
       calls.push({ node: n, pv: req.pvName, mode, t0, t1: Date.now() });
       if (mode === "ALWAYS") healed.add(req.pvName);
       return {
@@ -151,7 +145,7 @@ function handlers(n: number) {
   };
 }
 
-async function startNode(p: PodReplacement): Promise<number> {
+async function startNode(p: PodReplacement): Promise<void> {
   const server = new grpc.Server();
   const h = handlers(p.node);
   server.addService(HealthService, h.health as unknown as grpc.UntypedServiceImplementation);
@@ -161,9 +155,8 @@ async function startNode(p: PodReplacement): Promise<number> {
     server.bindAsync(`127.0.0.1:${ports.get(p.node) ?? 0}`, serverCredentials, (err, bound) => (err ? reject(err) : resolve(bound))),
   );
   ports.set(p.node, port);
-  servers.set(p.node, { server, port });
+  servers.set(p.node, server);
   await register(p, port);
-  return port;
 }
 
 /** The CSIAddonsNode as the node's new sidecar writes it: replaced when it exists, created when not. */
@@ -200,7 +193,7 @@ async function register(p: PodReplacement, port: number): Promise<void> {
 async function stopNode(n: number): Promise<void> {
   const s = servers.get(n);
   servers.delete(n);
-  s?.server.forceShutdown();
+  s?.forceShutdown();
 }
 
 const send = (m: FromSim) => process.send!(m);
@@ -209,10 +202,10 @@ process.on("message", (m: ToSim) => {
   const reply = async (): Promise<FromSim> => {
     switch (m.type) {
       case "start": {
-        const started: Record<number, { port: number; at: number }> = {};
+        const started: Record<number, { at: number }> = {};
         // A few at once: a wave's pods come up over a few seconds, not in one instant.
         for (let i = 0; i < m.pods.length; i += 16) {
-          await Promise.all(m.pods.slice(i, i + 16).map(async (p) => (started[p.node] = { port: await startNode(p), at: Date.now() })));
+          await Promise.all(m.pods.slice(i, i + 16).map(async (p) => (await startNode(p), (started[p.node] = { at: Date.now() }))));
         }
         return { type: "start", id: m.id, started };
       }

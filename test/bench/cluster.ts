@@ -11,9 +11,8 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { VolumeSpec } from "../../driver-stub/state.js";
-import { CONTROLLER_SA, CONTROLLER_USER, EVENTS_QUEUED_METRIC, spawnController } from "../demo/controller-process.js";
-import { metricSum } from "../demo/controller-view.js";
-import { spawnSidecar, type Cleanup, type SidecarProcess } from "../demo/processes.js";
+import { CONTROLLER_SA, CONTROLLER_USER, spawnController } from "../demo/controller-process.js";
+import { spawnSidecar, type Cleanup } from "../demo/processes.js";
 import { restartDriverStub, startDriverStub, type DriverStub } from "../support/driver-stub.js";
 import { NAMESPACE } from "../support/fixtures.js";
 import { makeTlsFiles, type TlsFiles } from "../support/secure-sidecar.js";
@@ -25,7 +24,8 @@ import { requestTotal, startKubeChild, type KubeChild } from "./kube.js";
 import type { Counts } from "./kube-child.js";
 import { maxOverlap, percentile } from "./load.js";
 import { readCpuMs, sampleMemory } from "./memory.js";
-import { SIDECAR_USER, handledMarkers, isHealPath } from "./restart.js";
+import { SIDECAR_USER, allHealthy, healCalls, isHealPath, isRead, waitEventsWritten, waitHandled, type NodePlugin, type RestartEnv } from "./restart.js";
+import { waitFor } from "../support/wait.js";
 import { forkIpc } from "./ipc-child.js";
 
 export const SIM_USER = "system:serviceaccount:csi:csi-plugin-simulated";
@@ -37,21 +37,12 @@ export interface ClusterCase {
   healMs: number;
   checkMs: number;
   perNodeConcurrency: number;
-  /** The controller's --max-concurrent-heals; undefined: its default. */
-  maxConcurrentHeals?: number;
   waveFraction: number;
   waveGapMs: number;
   /** Nodes that run a real driver-stub and sidecar, spread over the waves. */
   realNodes: number;
-  /** The controller's Node flags instead of deploy/'s (for looking into a run). */
-  controllerNodeArgs?: string[];
 }
 
-export interface ClusterEnv {
-  dir: string;
-  cleanup: Cleanup;
-  progress: (line: string) => void;
-}
 
 export interface ClusterResult extends ClusterCase {
   volumes: number;
@@ -62,8 +53,8 @@ export interface ClusterResult extends ClusterCase {
   rollout: { lastBackMs: number; lastHealedMs: number; afterLastBackMs: number; ratioToPace: number };
   /** Per node, its new sidecar back to its last volume HEALED; and to its first heal at the driver (the controller noticing, reaching the sidecar). */
   perNode: { p50Ms: number; p99Ms: number; maxMs: number; worstNode: string; realMaxMs: number; firstHealP50Ms: number; firstHealP99Ms: number };
-  /** ALWAYS heals answered, of the volumes; and how many volumes were healed more than once. */
-  heals: { always: number; volumes: number; repeated: number; peakInFlight: number };
+  /** ALWAYS heals answered, of the volumes; how many volumes were healed more than once; calls the simulated sidecars refused (UNAUTHENTICATED, PERMISSION_DENIED). */
+  heals: { always: number; volumes: number; repeated: number; peakInFlight: number; refused: number };
   /** Requests from the rollout's start until every restart was recorded handled and every Event written. */
   api: {
     byIdentity: Record<string, Record<string, number>>;
@@ -82,27 +73,17 @@ export interface ClusterResult extends ClusterCase {
     /** Lists that did not name one object, by resource (an informer's re-list reads everything). */
     listsNotByName: Record<string, number>;
   };
-  controller: { peakRssBytes: number; cpuSeconds: number; nodeOptions: string; limit: string; limitBytes: number; request: string; requestBytes: number };
+  controller: { peakRssBytes: number; cpuSeconds: number; nodeOptions: string; limit: string; limitBytes: number; request: string };
   cpuSeconds: { apiServer: number; simulatedSidecars: number };
 }
 
 const isWrite = (key: string) => /^(create|update|patch|delete|deletecollection) /.test(key) && !isReview(key);
-const isRead = (key: string) => /^(get|list|watch) /.test(key);
 const isReview = (key: string) => /^create (tokenreviews|subjectaccessreviews|selfsubjectaccessreviews)$/.test(key);
 
 /** The real sidecars' requests since `before`, by request. */
 function sidecarRequestsSince(before: Counts, now: Counts): Record<string, number> {
   const was = before.byUser[SIDECAR_USER] ?? {};
   return Object.fromEntries(Object.entries(now.byUser[SIDECAR_USER] ?? {}).flatMap(([k, n]) => (n - (was[k] ?? 0) > 0 ? [[k, n - (was[k] ?? 0)]] : [])));
-}
-
-/** Resolves once every volume of the driver-stub is HEALTHY again. */
-async function allHealthy(stub: DriverStub, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!Object.values(stub.readState().volumes ?? {}).every((v) => v.state === "HEALTHY")) {
-    if (Date.now() > deadline) throw new Error(`the volumes of ${stub.addonsSocket} were not all healed within ${timeoutMs / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** The simulated sidecars' process. */
@@ -120,13 +101,7 @@ async function startSim(spec: SimSpec, cleanup: Cleanup) {
   };
 }
 
-interface RealNode {
-  n: number;
-  stub: DriverStub;
-  sidecar: SidecarProcess;
-}
-
-async function startReal(c: ClusterCase, n: number, pod: string, kube: KubeChild, tls: TlsFiles, env: ClusterEnv, spec: VolumeSpec, old?: DriverStub): Promise<RealNode> {
+async function startReal(c: ClusterCase, n: number, pod: string, kube: KubeChild, tls: TlsFiles, env: RestartEnv, spec: VolumeSpec, old?: DriverStub): Promise<NodePlugin> {
   const dir = join(env.dir, fleetNode(n));
   mkdirSync(dir, { recursive: true });
   const state = fleetStubState(c.fleet, n, spec);
@@ -146,13 +121,9 @@ async function startReal(c: ClusterCase, n: number, pod: string, kube: KubeChild
   return { n, stub, sidecar };
 }
 
-/** How many CSIAddonsNodes carry a handled marker other than the one `before` had. */
-const newlyHandled = (now: Map<string, string | undefined>, before: Map<string, string | undefined>) =>
-  [...now].filter(([name, marker]) => marker !== undefined && marker !== before.get(name)).length;
-
 const spreadOver = (count: number, total: number) => Array.from({ length: count }, (_, i) => Math.min(total - 1, Math.floor(((i + 0.5) * total) / count)));
 
-export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<ClusterResult> {
+export async function clusterRollout(c: ClusterCase, env: RestartEnv): Promise<ClusterResult> {
   const { progress } = env;
   const nodes = c.fleet.nodes;
   const volumes = volumeCount(c.fleet);
@@ -174,7 +145,7 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
   progress(`  in-memory API pid ${kube.pid}; simulated sidecars of ${simNodes.length} nodes pid ${sim.pid}; real driver-stub and sidecar on ${[...real].map(fleetNode).join(", ")}`);
   const healthy: VolumeSpec = { state: "HEALTHY", delayMs: c.checkMs };
   const broken: VolumeSpec = { state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: c.healMs };
-  const reals = new Map<number, RealNode>();
+  const reals = new Map<number, NodePlugin>();
   for (const n of real) reals.set(n, await startReal(c, n, fleetPod(n), kube, tls, env, healthy));
 
   const limits = readDeployLimits("controller");
@@ -182,29 +153,20 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
     build: "compiled",
     kubeconfig: kube.kubeconfigs["controller"]!,
     logFile: join(env.dir, "controller-cluster.log"),
-    ...(c.controllerNodeArgs ? { nodeArgs: c.controllerNodeArgs } : {}),
     args: [
       "--sidecar-tls=true",
       `--sidecar-ca-file=${tls.certFile}`,
       "--sidecar-tls-server-name=localhost",
       `--service-account=${CONTROLLER_SA.namespace}/${CONTROLLER_SA.name}`,
       `--per-node-concurrency=${c.perNodeConcurrency}`,
-      ...(c.maxConcurrentHeals === undefined ? [] : [`--max-concurrent-heals=${c.maxConcurrentHeals}`]),
       // The periodic pass would race the rollout's heals for the same volumes: far away here.
       "--check-interval=1h",
     ],
   });
   env.cleanup.add("healer controller (cluster)", () => controller.stop());
-  progress(`  healer controller pid ${controller.pid} (${c.controllerNodeArgs?.join(" ") ?? limits.nodeOptions}); waiting for its first pass over every node`);
-  let markers = await controller.waitWhileRunning(
-    "the controller's first pass over every node",
-    async () => {
-      const now = await handledMarkers(kube);
-      return newlyHandled(now, new Map()) >= nodes && now;
-    },
-    600_000,
-    1000,
-  );
+  progress(`  healer controller pid ${controller.pid} (${limits.nodeOptions}); waiting for its first pass over every node`);
+  // Each look lists every CSIAddonsNode from the API server being measured: once a second.
+  const markers = await waitHandled(kube, nodes, new Map(), controller, "the controller's first pass over every node", { timeoutMs: 600_000, intervalMs: 1000 });
 
   await kube.reset();
   await sim.reset();
@@ -238,7 +200,8 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
           const r = await startReal(c, p.node, p.pod, kube, tls, env, broken, reals.get(p.node)!.stub);
           reals.set(p.node, r);
           backAt.set(p.node, Date.now());
-          const burst = allHealthy(r.stub, 1_800_000).then(async () => sidecarRequestsSince(before, await kube.countsByUser()));
+          const healed = waitFor(`the volumes of ${fleetNode(p.node)} healed`, () => allHealthy([r]), { timeoutMs: 1_800_000, intervalMs: 100 });
+          const burst = healed.then(async () => sidecarRequestsSince(before, await kube.countsByUser()));
           burst.catch(() => undefined); // awaited after the rollout; its failure is reported then
           bursts.push(burst);
         }),
@@ -251,30 +214,21 @@ export async function clusterRollout(c: ClusterCase, env: ClusterEnv): Promise<C
     `all ${volumes} volumes healed`,
     async () => {
       const healedSim = await sim.healed();
-      const realHealthy = [...reals.values()].every(({ stub }) => Object.values(stub.readState().volumes ?? {}).every((v) => v.state === "HEALTHY"));
-      return healedSim >= simVolumes && realHealthy;
+      return healedSim >= simVolumes && allHealthy([...reals.values()]);
     },
     1_800_000,
     1000,
   );
-  markers = await controller.waitWhileRunning(
-    "the controller to record every restart as handled",
-    async () => {
-      const now = await handledMarkers(kube);
-      return newlyHandled(now, markers) >= nodes && now;
-    },
-    300_000,
-    1000,
-  );
-  await controller.waitWhileRunning("the controller's Event backlog written", async () => metricSum(await controller.metrics(), EVENTS_QUEUED_METRIC) === 0, 600_000, 1000);
+  await waitHandled(kube, nodes, markers, controller, "the controller to record every restart as handled", { timeoutMs: 300_000, intervalMs: 1000 });
+  await waitEventsWritten(controller, 600_000, 1000);
   const peak = memory.stop();
   const counts = await kube.countsByUser();
   const burst: Record<string, number> = {};
   for (const one of await Promise.all(bursts)) for (const [k, n] of Object.entries(one)) burst[k] = (burst[k] ?? 0) + n;
   const cpu = { controller: readCpuMs(pids.controller) - cpu0.controller, apiServer: readCpuMs(pids.apiServer) - cpu0.apiServer, sim: readCpuMs(pids.sim) - cpu0.sim };
-  const { calls } = await sim.calls();
-  const realCalls = new Map([...reals].map(([n, r]) => [n, r.stub.calls({ method: "NodeHealVolume" }).filter((e) => e.t0 >= realSince.get(n)! && e.code === "OK")]));
-  const result = measure(c, { start, backAt, calls, realCalls, counts, burst, waves, peakRss: peak.peakRssBytes, cpu, limits, simNodes: simNodes.length });
+  const { calls, refused } = await sim.calls();
+  const realCalls = new Map([...reals].map(([n, r]) => [n, healCalls(r.stub, realSince.get(n)!)]));
+  const result = measure(c, { start, backAt, calls, refused, realCalls, counts, burst, waves, peakRss: peak.peakRssBytes, cpu, limits });
 
   await controller.stop();
   for (const r of reals.values()) {
@@ -289,6 +243,7 @@ interface Observed {
   start: number;
   backAt: Map<number, number>;
   calls: SimCall[];
+  refused: number;
   realCalls: Map<number, { t0: number; t1: number }[]>;
   counts: Counts;
   /** The real sidecars' requests from each one's start to its node's volumes all healed, summed. */
@@ -297,7 +252,6 @@ interface Observed {
   peakRss: number;
   cpu: { controller: number; apiServer: number; sim: number };
   limits: ReturnType<typeof readDeployLimits>;
-  simNodes: number;
 }
 
 function measure(c: ClusterCase, o: Observed): ClusterResult {
@@ -325,7 +279,7 @@ function measure(c: ClusterCase, o: Observed): ClusterResult {
   const allCounts = o.counts.total;
   const realVolumes = o.realCalls.size * c.fleet.volumesPerNode;
   const sidecarCounts = o.counts.byUser[SIDECAR_USER] ?? {};
-  const listsNotByName = Object.fromEntries(Object.entries(o.counts.listsNotByName ?? {}).filter(([, v]) => v > 0));
+  const listsNotByName = Object.fromEntries(Object.entries(o.counts.listsNotByName).filter(([, v]) => v > 0));
   return {
     ...c,
     volumes,
@@ -346,6 +300,7 @@ function measure(c: ClusterCase, o: Observed): ClusterResult {
       volumes: byPv.size + realVolumes,
       repeated: [...byPv.values()].filter((k) => k > 1).length,
       peakInFlight: maxOverlap(always),
+      refused: o.refused,
     },
     api: {
       byIdentity: o.counts.byUser,
@@ -368,7 +323,6 @@ function measure(c: ClusterCase, o: Observed): ClusterResult {
       limit: o.limits.limit,
       limitBytes: o.limits.limitBytes,
       request: o.limits.request ?? "",
-      requestBytes: o.limits.requestBytes ?? 0,
     },
     cpuSeconds: { apiServer: o.cpu.apiServer / 1000, simulatedSidecars: o.cpu.sim / 1000 },
   };

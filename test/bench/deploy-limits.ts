@@ -19,8 +19,7 @@ export interface DeployLimits {
   /** The container's memory limit in bytes, and as written. */
   limitBytes: number;
   limit: string;
-  /** The container's memory request, when it sets one. */
-  requestBytes?: number;
+  /** The container's memory request as written, when it sets one. */
   request?: string;
   /** Files the values came from, relative to deploy/. */
   files: string[];
@@ -62,7 +61,7 @@ export function readDeployLimits(which: "sidecar" | "controller" = "sidecar"): D
     nodeOptions: nodeOptions.value,
     limit: limit.value,
     limitBytes: quantityBytes(limit.value),
-    ...(request === undefined ? {} : { request, requestBytes: quantityBytes(request) }),
+    ...(request === undefined ? {} : { request }),
     files: [...new Set([nodeOptions.file, limit.file])],
   };
 }

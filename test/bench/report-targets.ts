@@ -5,9 +5,9 @@ import { mib } from "./memory.js";
 import { ratioVs } from "./ratio.js";
 import type { LoadResult } from "./load.js";
 import type { Results } from "./report.js";
+import { requestTotal } from "./kube.js";
+import { isHealPath, isRead } from "./restart.js";
 
-/** A PV's watch reads it too: its first event is the PV (relay/pv-cache.ts). */
-const HEAL_PATH = ["get persistentvolumes", "watch persistentvolumes", "get volumeattachments", "get csidrivers", "get nodes", "get secrets"];
 
 /**
  * Where a relay that does nothing a sidecar must bounds the measure, what each measured in the same
@@ -31,7 +31,8 @@ export function targetRows(r: Results): Row[] {
   const s = r.soak;
   // What serving the heals read; the sidecar's own periodic reads of its CSIAddonsNode and Pod
   // during the burst are counted in the total only.
-  const healPath = HEAL_PATH.reduce((n, k) => n + (r.burst.apiRequests[k] ?? 0), 0) / r.burst.volumes;
+  // A PV's watch reads it too: its first event is the PV (relay/pv-cache.ts).
+  const healPath = requestTotal(r.burst.apiRequests, (k) => isRead(k) && isHealPath(k)) / r.burst.volumes;
   return [
     ["GetVolumeHealth p50, via sidecar / direct, 1 caller", ratioVs(p50, 1.5), "<= 1.5x", p50 <= 1.5, { bare: p50Of(one.bare), grpcJs: p50Of(one.grpcJs) }],
     ["throughput at 64 callers, via sidecar / direct", ratioVs(tput, 0.7), ">= 0.7x", tput >= 0.7, { bare: tputOf(many.bare), grpcJs: tputOf(many.grpcJs) }],

@@ -94,8 +94,8 @@ export interface RestartEnv {
 const healthy = (c: RestartCase): VolumeSpec => ({ state: "HEALTHY", delayMs: c.healDelayMs });
 const broken = (c: RestartCase): VolumeSpec => ({ state: "ABNORMAL", reason: "TransportEndpointNotConnected", delayMs: c.healDelayMs });
 const sumCpu = (pids: number[]) => pids.reduce((n, pid) => n + readCpuMs(pid), 0);
-const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
-const isRead = (key: string) => /^(get|list|watch) /.test(key);
+export const median = (xs: number[]) => percentile([...xs].sort((a, b) => a - b), 50);
+export const isRead = (key: string) => /^(get|list|watch) /.test(key);
 /** What the sidecar reads to serve a heal (4.4); anything else is about its own objects. */
 export const isHealPath = (key: string) => / (persistentvolumes|volumeattachments|csidrivers|secrets|nodes)$/.test(key);
 
@@ -106,7 +106,7 @@ async function inBatches<T, R>(items: readonly T[], size: number, fn: (item: T) 
   return out;
 }
 
-interface NodePlugin {
+export interface NodePlugin {
   n: number;
   stub: DriverStub;
   sidecar: SidecarProcess;
@@ -133,7 +133,7 @@ async function startNodePlugins(c: RestartCase, kube: KubeChild, env: RestartEnv
   });
 }
 
-const allHealthy = (plugins: NodePlugin[]) =>
+export const allHealthy = (plugins: readonly Pick<NodePlugin, "stub">[]) =>
   plugins.every(({ stub }) => Object.values(stub.readState().volumes ?? {}).every((v) => v.state === "HEALTHY"));
 
 /** The floor: every volume broken, healed straight at the drivers with the controller's bounds. */
@@ -188,7 +188,7 @@ async function relayFloorRun(kind: RelayKind, c: RestartCase, plugins: NodePlugi
   }
 }
 
-function healCalls(stub: DriverStub, since: number) {
+export function healCalls(stub: DriverStub, since: number) {
   return stub.calls({ method: "NodeHealVolume" }).filter((e) => e.t0 >= since && e.code === "OK");
 }
 
@@ -198,8 +198,15 @@ export async function handledMarkers(kube: KubeChild): Promise<Map<string, strin
   return new Map(nodes.map((o) => [o.metadata.name, o.metadata.annotations?.[HANDLED_RESTART]]));
 }
 
-/** Waits until the controller has recorded a (new) handled marker on every node's CSIAddonsNode. */
-async function waitHandled(kube: KubeChild, nodes: number, before: Map<string, string | undefined>, controller: LoggedProcess, what: string): Promise<Map<string, string | undefined>> {
+/** Waits until the controller has recorded a (new) handled marker on every node's CSIAddonsNode; resolves with the markers. */
+export async function waitHandled(
+  kube: KubeChild,
+  nodes: number,
+  before: Map<string, string | undefined>,
+  controller: LoggedProcess,
+  what: string,
+  timing: { timeoutMs: number; intervalMs?: number } = { timeoutMs: 120_000 },
+): Promise<Map<string, string | undefined>> {
   return controller.waitWhileRunning(
     what,
     async () => {
@@ -207,8 +214,14 @@ async function waitHandled(kube: KubeChild, nodes: number, before: Map<string, s
       const done = [...now].filter(([name, v]) => v !== undefined && v !== before.get(name));
       return done.length >= nodes && now;
     },
-    120_000,
+    timing.timeoutMs,
+    timing.intervalMs,
   );
+}
+
+/** Waits until the controller's Event backlog is written: its CPU and requests are counted after that. */
+export function waitEventsWritten(controller: LoggedProcess, timeoutMs: number, intervalMs?: number): Promise<unknown> {
+  return controller.waitWhileRunning("the controller's Event backlog written", async () => metricSum(await controller.metrics(), EVENTS_QUEUED_METRIC) === 0, timeoutMs, intervalMs);
 }
 
 interface Observed {
@@ -325,11 +338,7 @@ export async function restartHeal(c: RestartCase, env: RestartEnv): Promise<Rest
   await waitHandled(kube, c.fleet.nodes, firstSight, controller, "the controller to record every restart as handled");
   // The controller writes its Events one at a time, after the heals they report: CPU and requests
   // are counted once they are all written, so the per-heal costs include them.
-  await controller.waitWhileRunning(
-    "the controller's Event backlog written",
-    async () => metricSum(await controller.metrics(), EVENTS_QUEUED_METRIC) === 0,
-    180_000,
-  );
+  await waitEventsWritten(controller, 180_000);
   const counts = await kube.countsByUser();
   const cpuMs = Object.fromEntries(Object.entries(cpuPids).map(([k, pids]) => [k, sumCpu(pids) - cpuBefore[k]!])) as Observed["cpuMs"];
   const result = measure(c, { floor, bareFloor, grpcJsFloor, plugins, backAt, killedAt, counts, cpuMs, metrics: await controller.metrics() });

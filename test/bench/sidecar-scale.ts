@@ -9,13 +9,14 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
-import { spawnSidecar, type Cleanup } from "../demo/processes.js";
+import { spawnSidecar } from "../demo/processes.js";
 import { startDriverStub } from "../support/driver-stub.js";
 import { call } from "../support/grpc.js";
 import { fleetNode, fleetPod, fleetPv, fleetStubState, type Fleet } from "./fleet.js";
 import { requestTotal, startKubeChild } from "./kube.js";
 import { readCpuMs, sampleMemory } from "./memory.js";
-import { SIDECAR_USER } from "./restart.js";
+import { SIDECAR_USER, median, type RestartEnv } from "./restart.js";
+import { delay } from "../../common/util/delay.js";
 
 export interface SidecarScaleCase {
   volumesPerNode: number;
@@ -35,15 +36,8 @@ export interface SidecarAtSize {
   checks: number;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Checks of every volume before the window: the first compile the check path, later ones run it as measured. */
 const WARM_ROUNDS = 3;
-
-interface ScaleEnv {
-  dir: string;
-  cleanup: Cleanup;
-  progress: (l: string) => void;
-}
 
 interface Prepared {
   measure(): Promise<SidecarAtSize>;
@@ -51,7 +45,7 @@ interface Prepared {
 }
 
 /** The cluster seeded, the node's driver-stub and sidecar started, its volumes known and its code warm. */
-async function prepare(c: SidecarScaleCase, pvs: number, env: ScaleEnv): Promise<Prepared> {
+async function prepare(c: SidecarScaleCase, pvs: number, env: RestartEnv): Promise<Prepared> {
   const fleet: Fleet = { nodes: Math.ceil(pvs / c.volumesPerNode), volumesPerNode: c.volumesPerNode };
   const dir = join(env.dir, `sidecar-${pvs}`);
   mkdirSync(dir, { recursive: true });
@@ -93,7 +87,7 @@ async function prepare(c: SidecarScaleCase, pvs: number, env: ScaleEnv): Promise
     // The same work at each size: a fixed number of rounds, each a check of every volume, then a wait.
     for (let round = 0; round < Math.ceil(c.windowMs / c.checkEveryMs); round++) {
       await checkAll();
-      await sleep(c.checkEveryMs);
+      await delay(c.checkEveryMs);
     }
     const changes = await kube.churn(0, [], fleet);
     const peak = memory.stop();
@@ -111,7 +105,7 @@ async function prepare(c: SidecarScaleCase, pvs: number, env: ScaleEnv): Promise
  * does then (a tenth of a second of CPU a minute, or more, from one minute to the next) falls on
  * both, and what is compared is the cluster's size alone.
  */
-export async function sidecarsSideBySide(c: SidecarScaleCase, sizes: readonly number[], env: ScaleEnv): Promise<SidecarAtSize[]> {
+export async function sidecarsSideBySide(c: SidecarScaleCase, sizes: readonly number[], env: RestartEnv): Promise<SidecarAtSize[]> {
   const prepared: Prepared[] = [];
   try {
     for (const pvs of sizes) prepared.push(await prepare(c, pvs, env));
@@ -123,10 +117,7 @@ export async function sidecarsSideBySide(c: SidecarScaleCase, sizes: readonly nu
 
 /** Of runs at one size, the median of each figure. */
 export function medianOfRuns(runs: SidecarAtSize[]): SidecarAtSize {
-  const med = (f: (r: SidecarAtSize) => number) => {
-    const xs = runs.map(f).sort((a, b) => a - b);
-    return xs[Math.floor((xs.length - 1) / 2)]!;
-  };
+  const med = (f: (r: SidecarAtSize) => number) => median(runs.map(f));
   return {
     pvs: runs[0]!.pvs,
     peakRssBytes: med((r) => r.peakRssBytes),
