@@ -9,7 +9,7 @@ import { IdentityClient, type GetCapabilitiesResponse } from "../../proto/gen/id
 import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
 import { findOne, loadManifests } from "./deploy/load.js";
 import { installGrants } from "./deploy/grants.js";
-import { loadRbacRules, sidecarServiceAccount } from "./deploy/rbac.js";
+import { loadRbacRules, sidecarServiceAccount, type RbacRules } from "./deploy/rbac.js";
 import { NAMESPACE } from "./fixtures.js";
 import { call, type Outcome } from "./grpc.js";
 import { startSidecarProc, type SidecarProc } from "./sidecar.js";
@@ -34,17 +34,21 @@ export function addUpstreamToken(kube: KubeApi, token: string): void {
  * ServiceAccount (`token`) holding exactly deploy/'s RBAC, with deploy/'s auth flags.
  */
 export function startShippedSidecar(kube: KubeApi, token: string, driverSocket: string): Promise<SidecarProc> {
+  return startSidecarProc({ driverSocket, kubeconfig: sidecarAccount(kube, token, loadRbacRules()), args: shippedAuthFlags() });
+}
+
+/** Makes `token` the sidecar's own ServiceAccount token (audience: the API server's), holding `rules`; returns a kubeconfig with it. */
+export function sidecarAccount(kube: KubeApi, token: string, rules: RbacRules): string {
   kube.auth.addToken(token, {
     username: SIDECAR_USER,
     groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
     audiences: [KUBE_API_AUDIENCE],
   });
-  const own = loadRbacRules();
   installGrants(kube, [
-    { user: SIDECAR_USER, rules: own.namespaced, namespace: NAMESPACE },
-    { user: SIDECAR_USER, rules: own.cluster },
+    { user: SIDECAR_USER, rules: rules.namespaced, namespace: NAMESPACE },
+    { user: SIDECAR_USER, rules: rules.cluster },
   ]);
-  return startSidecarProc({ driverSocket, kubeconfig: kube.writeKubeconfig(token, SIDECAR_USER), args: shippedAuthFlags() });
+  return kube.writeKubeconfig(token, SIDECAR_USER);
 }
 
 /** The flags of deploy/'s sidecar container that decide who may call (--enable-auth, --auth-*). */

@@ -11,14 +11,14 @@ import * as reclaim from "../../proto/gen/proto/reclaimspace.js";
 import * as replication from "../../proto/gen/proto/replication.js";
 import * as vg from "../../proto/gen/proto/volumegroup.js";
 import { redactSecrets } from "../../driver-stub/call-log.js";
-import { loadRbacRules, sidecarServiceAccount, type RbacRules } from "./deploy/rbac.js";
-import { KUBE_API_AUDIENCE, type KubeApi } from "../kube/index.js";
+import { loadRbacRules, type RbacRules } from "./deploy/rbac.js";
+import type { KubeApi } from "../kube/index.js";
 import { startTestKube } from "./cluster.js";
 import { startDriverStub, type DriverStub, type StubState } from "./driver-stub.js";
-import { NAMESPACE } from "./fixtures.js";
 import { call, rawUnary } from "./grpc.js";
 import { tempDir } from "./proc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "./sidecar.js";
+import { sidecarAccount } from "./upstream-controller.js";
 
 /** What the stub's call log shows for these secrets: computed by the log's own redaction. */
 export function logged(secrets: Record<string, string>): Record<string, string> {
@@ -83,8 +83,6 @@ export interface UpstreamFixtureOptions {
   sidecarRules?: (deployed: RbacRules) => RbacRules;
 }
 
-/** The sidecar's ServiceAccount as the API server names it (with `sidecarRules`). */
-export const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const SIDECAR_TOKEN = "upstream-sidecar-sa-token-3e1f";
 
 /** Starts everything before the file's tests; afterwards checks the CSI socket saw no call and stops all. */
@@ -93,17 +91,7 @@ export function upstreamFixture(objects: unknown[], state: StubState, sidecarArg
   before(async () => {
     fx.kube = await startTestKube(objects, { requireRbac: opts.sidecarRules !== undefined });
     let kubeconfig = fx.kube.kubeconfigPath;
-    if (opts.sidecarRules) {
-      fx.kube.auth.addToken(SIDECAR_TOKEN, {
-        username: SIDECAR_USER,
-        groups: ["system:serviceaccounts", `system:serviceaccounts:${NAMESPACE}`],
-        audiences: [KUBE_API_AUDIENCE],
-      });
-      const rules = opts.sidecarRules(loadRbacRules());
-      for (const r of rules.namespaced) fx.kube.auth.allow(SIDECAR_USER, { ...r, namespace: NAMESPACE });
-      for (const r of rules.cluster) fx.kube.auth.allow(SIDECAR_USER, { ...r });
-      kubeconfig = fx.kube.writeKubeconfig(SIDECAR_TOKEN, SIDECAR_USER);
-    }
+    if (opts.sidecarRules) kubeconfig = sidecarAccount(fx.kube, SIDECAR_TOKEN, opts.sidecarRules(loadRbacRules()));
     const dir = tempDir();
     fx.stub = await startDriverStub({ dir, state });
     fx.sidecar = await startSidecarProc({ driverSocket: join(dir, "addons.sock"), kubeconfig, args: sidecarArgs });

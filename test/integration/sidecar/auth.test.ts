@@ -11,7 +11,8 @@ import * as grpc from "@grpc/grpc-js";
 import { generate } from "selfsigned";
 import { service as healthService } from "grpc-health-check";
 import { KUBE_API_AUDIENCE, type KubeApi } from "../../kube/index.js";
-import { loadRbacRules, sidecarServiceAccount } from "../../support/deploy/rbac.js";
+import { loadRbacRules } from "../../support/deploy/rbac.js";
+import { SIDECAR_USER, sidecarAccount } from "../../support/upstream-controller.js";
 import { startTestKube } from "../../support/cluster.js";
 import { startDriverStub, type DriverStub } from "../../support/driver-stub.js";
 import { startSidecarProc, type SidecarProc } from "../../support/sidecar.js";
@@ -28,7 +29,6 @@ const AUDIENCE = "csi-addons-healer";
 const NODE_AUD = nodeAudience("node-1");
 const HEALER_USER = "system:serviceaccount:csi-addons-healer:healer-controller";
 const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
-const SIDECAR_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const CSIADDONS = "csiaddons.openshift.io";
 const HealthClient = grpc.makeClientConstructor(healthService as grpc.ServiceDefinition, "grpc.health.v1.Health");
 
@@ -59,15 +59,12 @@ describe("caller authentication and authorization", () => {
     // The audience every sidecar accepted before per-node tokens: no longer this node's.
     kube.auth.addToken("shared-audience-token", { username: HEALER_USER, audiences: [AUDIENCE] });
     kube.auth.addToken("upstream-token", { username: UPSTREAM_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
-    kube.auth.addToken("sidecar-sa-token", { username: SIDECAR_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
     kube.auth.allow(HEALER_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes/heal"], namespace: NAMESPACE });
     kube.auth.allow(UPSTREAM_USER, { verbs: ["call"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes/heal"] });
     // The old default permission, which every sidecar holds: no longer enough.
     kube.auth.allow("updater", { verbs: ["get", "update"], apiGroups: [CSIADDONS], resources: ["csiaddonsnodes"], namespace: NAMESPACE });
     // The sidecar's own ServiceAccount with exactly what deploy/ grants it.
-    const rbac = loadRbacRules();
-    for (const r of rbac.namespaced) kube.auth.allow(SIDECAR_USER, { ...r, namespace: NAMESPACE });
-    for (const r of rbac.cluster) kube.auth.allow(SIDECAR_USER, { ...r });
+    sidecarAccount(kube, "sidecar-sa-token", loadRbacRules());
     const dir = tempDir();
     const pems = await generate([{ name: "commonName", value: "localhost" }], { keyType: "ec", curve: "P-256" });
     caPem = pems.cert;
