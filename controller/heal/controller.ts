@@ -61,6 +61,8 @@ export class HealController {
   private readonly handledHere = new Map<string, string>();
   private generation = 0;
   private leading = false;
+  /** Aborted when leadership ends, so no retry's wait outlives it (a closed controller holds no timer). */
+  private leadership = new AbortController();
   private closed = false;
   private readonly listener = (type: "add" | "update" | "delete", s: SidecarInfo) => this.onSidecar(type, s);
 
@@ -72,6 +74,7 @@ export class HealController {
   lead(): void {
     if (this.leading || this.closed) return;
     this.leading = true;
+    this.leadership = new AbortController();
     this.deps.metrics.leader.set(1);
     // Every node's first periodic pass spread over one interval (the i-th of n at (i + U) / n of
     // it), not all within the same minute after a start or a failover.
@@ -101,6 +104,7 @@ export class HealController {
   /** Leadership lost: cancel every pass, its calls in flight and every timer; a standby reports no leader's numbers. */
   unlead(): void {
     this.leading = false;
+    this.leadership.abort();
     this.deps.metrics.leader.set(0);
     for (const st of this.nodes.values()) {
       st.pass?.cancel();
@@ -122,6 +126,7 @@ export class HealController {
     this.closed = true;
     this.deps.view.off("sidecar", this.listener);
     this.leading = false;
+    this.leadership.abort();
     // Kept here: a stopped pass leaves its node's state at once, its calls in flight do not.
     const stopped: HealPass[] = [];
     for (const st of this.nodes.values()) {
@@ -254,7 +259,7 @@ export class HealController {
         if (err instanceof KubeRequestError && err.status === 404) return;
         const wait = backoffMs(attempt, 500, 30_000, this.deps.random);
         this.deps.logger.warn("could not record the handled restart; retrying", { sidecar: s.key, error: (err as Error).message, retryInMs: wait });
-        await delay(wait);
+        await delay(wait, this.leadership.signal);
       }
     }
   }
