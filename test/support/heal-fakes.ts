@@ -10,6 +10,7 @@ import { type HealOutcome } from "../../controller/report/reporter.js";
 import type { PvInfo, SidecarInfo, Trigger } from "../../controller/plan/types.js";
 import { createLogger } from "../../common/log/logger.js";
 import { CREATED_BY_POD_UID, HANDLED_RESTART } from "../../controller/plan/trigger.js";
+import { within } from "./wait.js";
 
 // ---- one pass ----------------------------------------------------------------------------------
 
@@ -114,15 +115,19 @@ export const HEALED: HealAnswer = {
   message: "",
 };
 
+/** One pass over PVS, to its end: a pass that never ends fails the test at a deadline instead of hanging it. */
 export const run = (f: Fake, trigger: Trigger = "restart") =>
-  new HealPass(f.deps, {
-    sidecar: SIDECAR,
-    pvs: PVS,
-    mode: trigger === "restart" ? "ALWAYS" : "IF_ABNORMAL",
-    trigger,
-    generation: 1,
-    priority: 0,
-  }).start().done;
+  within(
+    "the pass to end",
+    new HealPass(f.deps, {
+      sidecar: SIDECAR,
+      pvs: PVS,
+      mode: trigger === "restart" ? "ALWAYS" : "IF_ABNORMAL",
+      trigger,
+      generation: 1,
+      priority: 0,
+    }).start().done,
+  );
 
 export const HANDLED = {
   [CREATED_BY_POD_UID]: "pod-1",

@@ -10,7 +10,7 @@ import { Reporter } from "../../../../controller/report/reporter.js";
 import type { EventRecorder } from "../../../../controller/report/events.js";
 import type { PvInfo, SidecarInfo } from "../../../../controller/plan/types.js";
 import { createLogger } from "../../../../common/log/logger.js";
-import { waitFor } from "../../../support/wait.js";
+import { waitFor, within } from "../../../support/wait.js";
 import { captureLogger } from "../../../support/capture-logger.js";
 import { gatedSleep } from "../../../support/gated-sleep.js";
 import { EventEmitter } from "node:events";
@@ -194,7 +194,7 @@ test("controller: a deleted CSIAddonsNode's pass ends: its heals still waiting i
   await waitFor("pv-1 in flight, pv-2 waiting for the sidecar's one slot", () => f.calls.length === 1 && f.deps.queue.size === 1);
   remove();
   release();
-  await f.deps.queue.idle();
+  await within("the queue to be idle", f.deps.queue.idle());
   assert.deepEqual(f.calls, ["pv-1"], "pv-2 is not sent to a sidecar that is gone");
   assert.deepEqual(patched, []);
 });
@@ -563,7 +563,7 @@ test("controller: a marker write that fails is tried again after its backoff, an
       for (const [n, resolve] of state.waiters) if (writes.length >= n) resolve();
       if (state.failing) throw new KubeRequestError(500, "etcdserver: request timed out");
     };
-    const written = (n: number) => new Promise<void>((r) => (writes.length >= n ? r() : state.waiters.push([n, r])));
+    const written = (n: number) => within(`marker write ${n}`, new Promise<void>((r) => (writes.length >= n ? r() : state.waiters.push([n, r]))));
     return { writes, state, patch, written };
   };
 

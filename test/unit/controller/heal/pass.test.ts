@@ -7,7 +7,7 @@ import { WorkQueue } from "../../../../controller/heal/queue.js";
 import { HealPass, type PassDeps } from "../../../../controller/heal/pass.js";
 import { CallError } from "../../../../common/grpc/call-error.js";
 import type { PvInfo, SidecarInfo } from "../../../../controller/plan/types.js";
-import { waitFor } from "../../../support/wait.js";
+import { waitFor, within } from "../../../support/wait.js";
 import { captureLogger } from "../../../support/capture-logger.js";
 import { gatedSleep } from "../../../support/gated-sleep.js";
 import { delay } from "../../../../common/util/delay.js";
@@ -72,14 +72,8 @@ test("pass: a restart pass lists the node's Pods again until it works; refused (
 test("pass: over no volumes it completes at once, nothing called; over one it heals that one", async () => {
   for (const pvs of [[], [PVS[0]!]]) {
     const f = fake(() => HEALED);
-    const sum = await new HealPass(f.deps, {
-      sidecar: SIDECAR,
-      pvs,
-      mode: "ALWAYS",
-      trigger: "restart",
-      generation: 1,
-      priority: 0,
-    }).start().done;
+    const pass = new HealPass(f.deps, { sidecar: SIDECAR, pvs, mode: "ALWAYS", trigger: "restart", generation: 1, priority: 0 });
+    const sum = await within("the pass to end", pass.start().done);
     assert.equal(sum.completed, true, `${pvs.length} volume(s): completed (a restart's marker is written only then)`);
     assert.deepEqual(
       f.calls,
@@ -256,7 +250,7 @@ test("pass: cancel() cancels its heals in flight; a cancelled call is logged, no
   }).start();
   await waitFor("both heals in flight", () => f.calls.length === 2);
   pass.cancel();
-  assert.equal((await pass.done).completed, false);
+  assert.equal((await within("the pass to end", pass.done)).completed, false);
   assert.ok(
     f.signals.every((s) => s?.aborted),
     "each call's signal aborted",
@@ -296,7 +290,7 @@ test("pass: stop() fixes the summary: a call answering afterwards is reported, b
   ).start();
   await waitFor("pv-1 answered, pv-2 in flight", () => answered.length === 1 && f.calls.length === 2);
   pass.stop();
-  const sum = await pass.done;
+  const sum = await within("the pass to end", pass.done);
   release();
   await waitFor("pv-2's answer reported", () => f.outcomes.length === 2);
   assert.deepEqual([sum.completed, [...sum.answers.keys()], answered], [false, ["pv-1"], ["pv-1"]]);
@@ -343,7 +337,7 @@ test("pass: cancelled (superseded) → not completed, nothing more is called", a
   }).start();
   await waitFor("a first call", () => f.calls.length >= 1);
   pass.cancel();
-  const sum = await pass.done;
+  const sum = await within("the pass to end", pass.done);
   assert.equal(sum.completed, false);
   const n = f.calls.length;
   await new Promise((r) => setTimeout(r, 50)); // retries were due within 5 ms: none may come
@@ -376,7 +370,7 @@ test("pass: cancelled while waiting for its sidecar → that wait is interrupted
   await waitFor("the pass to wait for its sidecar", () => waits.length === 1);
   pass.cancel();
   assert.equal(waits[0]!.aborted, true, "the wait for the sidecar is aborted by cancel()");
-  assert.equal((await pass.done).completed, false);
+  assert.equal((await within("the pass to end", pass.done)).completed, false);
   assert.equal(f.calls.length, 0);
 });
 
@@ -430,7 +424,7 @@ test("pass: volumes that find their sidecar being looked up again join that look
   release();
   await waitFor("pv-3 waiting for that lookup", () => waits.includes(0));
   up = true;
-  const sum = await pass.done;
+  const sum = await within("the pass to end", pass.done);
   assert.deepEqual([...sum.answers].sort(), [
     ["pv-1", "HEALED"],
     ["pv-2", "HEALED"],
