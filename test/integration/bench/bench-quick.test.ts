@@ -1,5 +1,5 @@
 // Smoke test of `npm run bench`: the quick mode still runs end to end, prints its headline, its
-// four tables and issue 12's targets (soak included) and writes its JSON, and stops what it started.
+// four tables and the sidecar's targets (soak included) and writes its JSON, and stops what it started.
 // Nothing here says anything about speed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,7 +10,7 @@ import { waitFor } from "../../support/wait.js";
 import { alive, pidsIn } from "../../demo/liveness.js";
 import type { Results } from "../../bench/report.js";
 
-test("bench --quick prints the restart-heal headline, the relay, burst, memory and overload tables and issue 12's targets, and writes the JSON results", { timeout: 480_000 }, async (t) => {
+test("bench --quick prints the restart-heal headline, the relay, burst, memory and overload tables and the sidecar's targets, and writes the JSON results", { timeout: 480_000 }, async (t) => {
   const dir = tempDir("bench-quick-");
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, "results.json");
@@ -60,7 +60,7 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^4\. Sustained overload: \d+ callers/m);
   assert.match(stdout, /^ +under deploy\/'s settings: NODE_OPTIONS="--max-old-space-size=\d+/m);
   assert.match(stdout, /^ +and as the image starts the sidecar in a pod that sets no NODE_OPTIONS: its ENTRYPOINT script alone, NODE_OPTIONS unset$/m);
-  assert.match(stdout, /^5\. Issue 12 targets, this run, the soak included \(met: \d+ of 13\)/m);
+  assert.match(stdout, /^5\. The sidecar's targets, this run, the soak included \(met: \d+ of 13\)/m);
   for (const row of ["Kubernetes API requests per repeated health check", "driver back -> SERVING", "soak: calls answered / sent"]) {
     assert.match(stdout, new RegExp(`^ {2}${row}.* (yes|NO) +- +-$`, "m"), row);
   }
@@ -71,10 +71,10 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.match(stdout, /^ {2}idle RSS .* (yes|NO) +[\d.]+ MiB +[\d.]+ MiB$/m);
   assert.match(stdout, /^ {2}heal-all burst, \d+ volumes, via sidecar \/ driver alone .* (yes|NO) +- +[\d.]+x$/m);
   assert.match(stdout, /^ {2}peak RSS in the \d+-volume burst .* (yes|NO) +- +[\d.]+ MiB$/m);
-  assert.match(stdout, /^ {3}The same relay targets read against the grpc-js relay, the floor of any relay on the decided stack \(issue 49; met: \d of 6\)$/m);
+  assert.match(stdout, /^ {3}The same relay targets read against the grpc-js relay, the floor of any relay on the decided stack \(met: \d of 6\)$/m);
   assert.match(stdout, /^ {2}one-node restart heal, \d+ volumes, drivers back -> last HEALED \/ grpc-js relay floor +[\d.]+x \(median of 2 runs; [012] of 2 at or under 1\.3x\) +<= 1\.3x +(yes|NO)$/m);
   assert.match(stdout, /^6\. A cluster: 20 nodes x 10 volumes \(200\), the node plugin's DaemonSet upgraded 2 waves of 50%/m);
-  assert.match(stdout, /^ {3}Issue 49 targets, this run \(met: \d+ of 11\)$/m);
+  assert.match(stdout, /^ {3}The cluster's targets, this run \(met: \d+ of 11\)$/m);
   for (const row of ["per node, new sidecar back -> its last volume HEALED, p99", "API writes per healed volume", "lists of every object of a resource during the rollout", "real sidecar watch events received"]) {
     assert.match(stdout, new RegExp(`^ {2}${row}.* (yes|NO)$`, "m"), row);
   }
@@ -129,9 +129,13 @@ test("bench --quick prints the restart-heal headline, the relay, burst, memory a
   assert.ok(Object.keys(cl.api.byIdentity).length === 3, "controller, simulated and real sidecars counted apart");
   assert.ok(r.cluster.sidecar.small.checks > 0 && r.cluster.sidecar.large.pvs > r.cluster.sidecar.small.pvs);
   assert.equal(r.cluster.sidecar.runs.length, 6, "three rounds of both sizes");
-  // A just-started real sidecar's heal burst: each PV through its watch, each attachment read.
+  // A just-started real sidecar's heal burst: each PV through its watch, each attachment read, no
+  // list of PVs. Not exactly one each: the span also holds the other real sidecar's requests and any
+  // heal the controller sent again after a deadline, which a busy machine adds (one watch and one
+  // read per volume is asserted where nothing else runs: test/integration/sidecar/pv-cache.test.ts).
   const burst = cl.api.realSidecarBurst.requests;
-  assert.deepEqual([burst["watch persistentvolumes"], burst["get volumeattachments"]], [20, 20], JSON.stringify(burst));
+  assert.ok((burst["watch persistentvolumes"] ?? 0) >= 20 && (burst["get volumeattachments"] ?? 0) >= 20, JSON.stringify(burst));
+  assert.equal(burst["list persistentvolumes"], undefined, JSON.stringify(burst));
   assert.ok(cl.api.realSidecarBurst.healPathPerVolume >= 2 && cl.api.realSidecarBurst.readsPerVolume >= cl.api.realSidecarBurst.healPathPerVolume);
   assert.ok(r.restartHeal.fleet.fleet.nodes > 1);
 

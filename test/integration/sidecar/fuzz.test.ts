@@ -1,4 +1,4 @@
-// Issue 6, bad input: thousands of hostile requests, from a fixed seed, against two sidecars — one
+// Bad input: thousands of hostile requests, from a fixed seed, against two sidecars — one
 // with auth off (plaintext) and one with auth on (TLS, bearer tokens). Random bytes on the port
 // (before and after a TLS handshake), HTTP/2 frames and gRPC framing with garbage, bad and
 // oversized PV names, random protobuf bodies, bad tokens, huge metadata, unknown methods.
@@ -74,8 +74,18 @@ function rng(seed: number): Rng {
     range: (lo, hi) => lo + int(hi - lo + 1),
     chance: (p) => next() < p,
     pick: (xs) => xs[int(xs.length)]!,
-    bytes: (n) => Buffer.from(Array.from({ length: n }, () => int(256))),
-    ascii: (n, alphabet = PRINTABLE) => Array.from({ length: n }, () => alphabet[int(alphabet.length)]).join(""),
+    // Filled in place: a 4 MiB input built through an array of numbers held the test's own event
+    // loop for seconds, and the calls in flight beside it ran out their deadlines on a busy machine.
+    bytes: (n) => {
+      const b = Buffer.allocUnsafe(n);
+      for (let i = 0; i < n; i++) b[i] = int(256);
+      return b;
+    },
+    ascii: (n, alphabet = PRINTABLE) => {
+      const b = Buffer.allocUnsafe(n);
+      for (let i = 0; i < n; i++) b[i] = alphabet.charCodeAt(int(alphabet.length));
+      return b.toString("latin1");
+    },
   };
 }
 
@@ -85,7 +95,7 @@ const streamOf = (cls: string, i: number) => {
   return rng(Math.imul(h ^ (i * 0x9e3779b1), 0x85ebca6b));
 };
 
-// ---- the loop: bounded by count and by time; a mismatch is kept, not thrown ---------------------
+// ---- the loop: bounded by count, and past a floor by time; a mismatch is kept, not thrown ---------------------
 
 interface Mismatch {
   cls: string;
@@ -102,8 +112,11 @@ async function fuzz(
   const mismatches: Mismatch[] = [];
   let next = 0;
   let done = 0;
+  // The time bound trims a class's tail on a slow machine; it never cuts a class below its floor,
+  // so how many inputs are tried depends on the count, not on the machine's pace.
+  const floor = Math.min(opts.count, 50);
   const worker = async () => {
-    while (next < opts.count && Date.now() < deadline) {
+    while (next < opts.count && (next < floor || Date.now() < deadline)) {
       const i = next++;
       const what = await one(streamOf(cls, i), i);
       if (what !== undefined) mismatches.push({ cls, i, what });
@@ -113,7 +126,7 @@ async function fuzz(
   await Promise.all(Array.from({ length: opts.concurrency }, worker));
   totals.set(cls, done);
   assert.deepEqual(mismatches.slice(0, 5), [], `${mismatches.length} of ${done} inputs of "${cls}" (seed ${SEED}) were not answered as their class requires`);
-  assert.ok(done >= Math.min(opts.count, 50), `"${cls}": only ${done} inputs within ${opts.ms} ms`);
+  assert.ok(done >= floor, `"${cls}": ${done} of the ${floor} inputs every class tries were answered`);
   return done;
 }
 
