@@ -8,6 +8,10 @@
 // (scripts/build-fresh.mjs). `npm test` puts node_modules/.bin first on PATH, so process.execPath is
 // the pinned Node 24 runtime (the optional dependency node-linux-<arch>), whatever Node the machine has.
 // TEST_CONCURRENCY=<n> overrides the unit tier's groups and the integration tier's files at once.
+// TEST_TIME_SCALE=<x> lengthens every deadline a test waits with (test/support/wait.ts) and the
+// runner's per-test timeouts below, for a machine slower than this suite's; it changes no assertion.
+// --stress[=n] (`npm run test:stress`): n CPU-bound processes (default: one per core) run beside
+// the whole suite, as a shared CI runner's neighbours would; the suite must pass as it does alone.
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -17,8 +21,9 @@ import { buildStale } from "./build-fresh.mjs";
 const root = new URL("..", import.meta.url).pathname;
 const args = process.argv.slice(2);
 const tierArg = args.find((a) => a.startsWith("--tier="))?.slice("--tier=".length);
+const stressArg = args.find((a) => a === "--stress" || a.startsWith("--stress="));
 const filters = args.filter((a) => !a.startsWith("--"));
-const runnerOptions = args.filter((a) => a.startsWith("--") && !a.startsWith("--tier="));
+const runnerOptions = args.filter((a) => a.startsWith("--") && !a.startsWith("--tier=") && a !== stressArg);
 
 const cores = availableParallelism();
 /**
@@ -37,6 +42,18 @@ function tierOf(file) {
   if (file.startsWith("test/integration/")) return "integration";
   return STARTS_PROCESSES.test(readFileSync(join(root, file), "utf8")) ? "integration" : "unit";
 }
+
+const timeScale = Number(process.env["TEST_TIME_SCALE"] || 1);
+if (!(timeScale > 0)) {
+  console.error(`TEST_TIME_SCALE=${process.env["TEST_TIME_SCALE"]}: a positive number, e.g. 2`);
+  process.exit(2);
+}
+/**
+ * The runner's per-test timeout: a test that hangs fails at it, named, instead of holding the run.
+ * A unit test takes seconds (under 8 s with both cores busy); an integration test starts processes
+ * and may wait out real backoffs. A test that needs longer says so with its own { timeout }.
+ */
+const TEST_TIMEOUT_MS = { unit: 60_000 * timeScale, integration: 180_000 * timeScale };
 
 /** A unit test file whose tests wait on real timers for long says so; it gets a process of its own. */
 const OWN_PROCESS = /^\/\/ unit tier: own process\b/m;
@@ -61,9 +78,12 @@ function groupsOf(files, n) {
 }
 
 /** One `node --test` process; its output is printed when it ends (live when `live`), its counts parsed. */
-function runTests(nodeArgs, files, live) {
+function runTests(tier, nodeArgs, files, live) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-timeout=180000", ...nodeArgs, ...runnerOptions, ...files], {
+    const timeout = `--test-timeout=${Math.round(TEST_TIMEOUT_MS[tier])}`;
+    // --test-force-exit: a file whose tests are over ends, though a failed start left a server or a
+    // process running (test/support/proc.ts kills and names those); it never waits for the timeout.
+    const child = spawn(process.execPath, ["--import", "tsx", "--test", "--test-force-exit", timeout, ...nodeArgs, ...runnerOptions, ...files], {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -109,7 +129,8 @@ if (tiers.length === 0) {
   process.exit(1);
 }
 
-console.log(`tests run on Node ${process.version} (${process.execPath}), ${cores} cores`);
+console.log(`tests run on Node ${process.version} (${process.execPath}), ${cores} cores${timeScale === 1 ? "" : `, TEST_TIME_SCALE=${timeScale}`}`);
+const busy = stressArg === undefined ? [] : startBusyLoops(stressArg === "--stress" ? cores : Number(stressArg.slice("--stress=".length)));
 if (tiers.some((t) => t.tier === "integration")) console.log(`programs: ${buildStale((line) => console.log(line))}`);
 const took = [];
 const failures = [];
@@ -121,10 +142,10 @@ for (const { tier, files: tierFiles } of tiers) {
   if (tier === "unit") {
     const groups = groupsOf(tierFiles, concurrency);
     console.log(`\nunit: ${tierFiles.length} files in ${groups.length} processes`);
-    results = await Promise.all(groups.map((g) => runTests(["--test-isolation=none"], g, false)));
+    results = await Promise.all(groups.map((g) => runTests(tier, ["--test-isolation=none"], g, false)));
   } else {
     console.log(`\nintegration: ${tierFiles.length} files, ${concurrency} at once`);
-    results = [await runTests([`--test-concurrency=${concurrency}`], tierFiles, true)];
+    results = [await runTests(tier, [`--test-concurrency=${concurrency}`], tierFiles, true)];
   }
   const ok = results.every((r) => r.ok);
   for (const r of results) for (const k of ["pass", "fail", "skipped"]) total[k] += r[k];
@@ -132,8 +153,26 @@ for (const { tier, files: tierFiles } of tiers) {
   total.ok &&= ok;
   took.push(`${tier} ${((Date.now() - started) / 1000).toFixed(1)} s${ok ? "" : " (failed)"}`);
 }
+for (const b of busy) b.kill("SIGKILL");
 // Again at the end, where a log cut to its tail (a CI summary) still shows which test failed and why.
 if (failures.length > 0) console.log(`\n${failures.join("\n\n")}`);
 console.log(`\n${took.join(", ")}`);
 console.log(`tests: ${total.pass} passed, ${total.fail} failed${total.skipped ? `, ${total.skipped} skipped` : ""}`);
 process.exit(total.ok ? 0 : 1);
+
+/**
+ * `n` processes that each keep a core busy for as long as this runner lives: the load a shared CI
+ * runner's neighbours put beside the suite. Killed when the tests end, and with this process.
+ */
+function startBusyLoops(n) {
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`--stress=${n}: a whole number of busy processes, at least 1`);
+    process.exit(2);
+  }
+  const loops = Array.from({ length: n }, () => spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+  const killAll = () => loops.forEach((l) => l.kill("SIGKILL"));
+  process.once("exit", killAll);
+  for (const sig of ["SIGINT", "SIGTERM"]) process.once(sig, () => (killAll(), process.exit(130)));
+  console.log(`stress: ${n} CPU-bound processes beside the suite (pids ${loops.map((l) => l.pid).join(", ")})`);
+  return loops;
+}

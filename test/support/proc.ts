@@ -65,6 +65,19 @@ export function startJs(entry: string, args: string[], opts: { env?: NodeJS.Proc
   return startNode(entry, [join(repoRoot, entry), ...args], opts);
 }
 
+/**
+ * Every child a test started and that has not exited yet. The runner ends a test file's process
+ * once its last test is over (--test-force-exit, scripts/test.mjs), even when a failed start left
+ * an API server or a process behind; whatever is still running then is killed here and named, so
+ * a failure never leaves a process on the machine or a file's process waiting for it.
+ */
+const unstopped = new Map<ChildProcess, string>();
+process.once("exit", () => {
+  if (unstopped.size === 0) return;
+  process.stderr.write(`killing ${unstopped.size} process(es) the tests did not stop: ${[...unstopped.values()].join(", ")}\n`);
+  for (const child of unstopped.keys()) child.kill("SIGKILL");
+});
+
 function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string }): Proc {
   const child = spawn(process.execPath, nodeArgs, {
     cwd: opts.cwd ?? repoRoot,
@@ -79,7 +92,8 @@ function startNode(entry: string, nodeArgs: string[], opts: { env?: NodeJS.Proce
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
   const exited = new Promise<number | string>((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal ?? "unknown")));
   let done = false;
-  void exited.then(() => (done = true));
+  unstopped.set(child, `${entry} (pid ${child.pid})`);
+  void exited.then(() => ((done = true), unstopped.delete(child)));
   const proc: Proc = {
     child,
     stdout: () => out,
@@ -117,8 +131,8 @@ export async function terminate<T>(child: ChildProcess, exited: Promise<T>, grac
 }
 
 // Every process a test starts gets one (its termination log) besides the test's own: removed when
-// the test file's process exits, so that runs on one machine do not fill its /tmp (6570
-// termination-log directories had piled up on this one in a day before they were).
+// the test file's process exits, so that repeated runs do not fill the machine's /tmp (thousands
+// of termination-log directories piled up in a day before they were removed).
 // KEEP_TEST_DIRS=1 keeps them, to read a failed test's logs and state files afterwards.
 const made: string[] = [];
 if (!process.env.KEEP_TEST_DIRS) {
