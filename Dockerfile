@@ -97,10 +97,11 @@ ENTRYPOINT ["node", "/app/bin/csi-addons-driver-stub.js"]
 # --- compile-cache: V8's compiled code for the programs' start-up ---------------------------------
 # Node keeps V8's compiled code of each module in the folder NODE_COMPILE_CACHE names; the sidecar
 # and the controller read this one at every start instead of compiling their bundles (5-20 ms less
-# from start to SERVING for the sidecar, ~30 ms for the controller's --version, measured: README,
-# Stack notes). A cache is valid only for the Node binary and the user id that made it, so it is
-# made here, in the runtime image, as the programs' user: by running each once (--version loads and
-# compiles the bundle, then exits). The sidecar stage copies the folder and runs nothing.
+# from start to SERVING for the sidecar, measured: deploy/README.md, "1. Build the images", and
+# docs/decisions/bundled-programs.md; ~30 ms for the controller's --version). A cache is valid
+# only for the Node binary and the user id that made it, so it is made here, in the runtime image,
+# as the programs' user: by running each once (--version loads and compiles the bundle, then
+# exits). The sidecar stage copies the folder and runs nothing.
 FROM ${RUNTIME_IMAGE} AS compile-cache
 WORKDIR /app
 COPY --from=build /out/sidecar/ ./

@@ -1,4 +1,4 @@
-// Each promise of the README that issue 15 lists, broken by hand: scripts/promise-breaks.json holds
+// Each promise the README and the design make, broken by hand: scripts/promise-breaks.json holds
 // one edit per promise (the line that keeps it, replaced) and the test that must notice. Each break
 // is applied alone to a private copy of the repository (the working tree is never touched), and
 // the named test is run; the break is "caught" when that test fails or times out. A break whose

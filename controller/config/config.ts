@@ -86,7 +86,7 @@ export const FLAGS: readonly FlagSpec[] = [
     name: "max-concurrent-heals",
     kind: "string",
     env: "MAX_CONCURRENT_HEALS",
-    help: "calls at once in the cluster: per-node-concurrency x the nodes that restart at once (two waves of a 10% rollout of 1000 nodes: 1600)",
+    help: "calls at once in the cluster: per-node-concurrency x the nodes that restart at once (a 10% rollout of 1000 nodes: 800 measured at once, 1600 if two waves overlap)",
     default: "2048",
   },
   {

@@ -1,4 +1,4 @@
-// A token per node for the sidecars (issue 48): the controller asks the TokenRequest API for its
+// A token per node for the sidecars (least authority): the controller asks the TokenRequest API for its
 // own ServiceAccount's token with the audience of the sidecar's node (csi-addons-healer/<node>),
 // which that node's sidecars accept and every other node's refuse, so a token read off one node's
 // connection opens nothing elsewhere. One token per node is kept until 80% of the lifetime the API

@@ -1,4 +1,4 @@
-// What a call on the controller port needs (DESIGN 4.6, issue 48), in one place: each gRPC
+// What a call on the controller port needs (DESIGN 4.6 and 9, "Least authority"), in one place: each gRPC
 // service belongs to a family, and the SubjectAccessReview asks for `call` on the subresource of
 // that family (csiaddonsnodes/heal, csiaddonsnodes/networkfence, ...), so a caller granted one family
 // (our healer controller: heal) is refused the others. The identity pass-through is open to any

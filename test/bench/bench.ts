@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick] [-- --cluster] [-- --out FILE] [-- --soak-minutes N] [-- --restart-runs N]`: what the sidecar costs,
-// measured in one run on this machine, printed as tables (stdout; progress goes to stderr) and
-// written as JSON.
+// measured in one run on the machine it runs on, printed as tables (stdout; progress goes to
+// stderr) and written as JSON.
 //   1. relay overhead: GetVolumeHealth direct to the driver vs through the sidecar, at 1 and 64
 //      callers, then the API requests of a repeated check (repeated.ts)
 //   2. heal-all burst: every volume of a node healed at once through --max-inflight 32
@@ -11,7 +11,7 @@
 //      controller — 500 volumes on one node, and 20 nodes x 50 volumes — against the floor
 //   6. a cluster (cluster.ts, run last; alone with --cluster): the node plugin's DaemonSet upgraded
 //      over 1000 nodes and 50 000 volumes, and a real sidecar in a cluster of 1 000 vs 50 000 PVs
-// and last issue 12's targets table (report-targets.ts). The programs run compiled, as in the
+// and last the sidecar's targets table (report-targets.ts). The programs run compiled, as in the
 // image: the sidecar as its bundle under deploy/'s V8 flags (image.ts), the controller and the
 // driver-stub from dist/; the driver-stub and the in-memory Kubernetes API run as processes of
 // their own. Not part of `npm test` (only --quick is,
@@ -188,7 +188,7 @@ type Size = typeof FULL;
 /**
  * The headline: both restart cases, one after the other, each run `size.restartRuns` times in a
  * directory of its own; the run with the median ratio is reported, every run's ratio beside it.
- * One run's ratio on this 2-core machine moves by a fifth either way (docs/performance.md, "Reading the numbers"):
+ * One run's ratio on a 2-core machine moves by a fifth either way (docs/performance.md, "Reading the numbers"):
  * a single run would say more about the minute it ran in than about the healer.
  */
 async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
@@ -212,7 +212,7 @@ async function restartHeals(dir: string, size: Size): Promise<RestartResults> {
  * (two Kubernetes reads, the driver call, two gRPC hops instead of one). Beside it, the same
  * driver calls through two relays that do nothing a sidecar must: bare-relay.ts (one Node hop,
  * bytes forwarded) and grpc-js-relay.ts (one hop through the decided stack's server and driver
- * client, messages left as bytes): what a hop costs by itself on this machine, and what the stack
+ * client, messages left as bytes): what a hop costs by itself on the same machine, and what the stack
  * adds to it, against which the sidecar's targets can be read.
  */
 async function relayOverhead(
@@ -253,9 +253,10 @@ async function relayOverhead(
   const relay: Results["relay"] = [];
   for (const c of CONCURRENCY) {
     for (const name of names) await runLoad(c, Math.min(size.warmup, size.calls[c]), paths[name].send);
-    // This machine's speed moves from one minute to the next (a direct p50 of 0.3 ms in one, 0.7
-    // in the next): the paths take turns, each round in another order, and each path's rounds
-    // are pooled, so that every ratio compares calls made in the same minutes.
+    // A shared machine's speed moves from one minute to the next (docs/performance.md measured a
+    // direct p50 of 0.3 ms in one, 0.7 in the next): the paths take turns, each round in another
+    // order, and each path's rounds are pooled, so that every ratio compares calls made in the same
+    // minutes.
     const runs: Record<Path, TimedLoad[]> = { direct: [], sidecar: [], bare: [], grpcJs: [] };
     const cpuMs: Record<Path, number> = { direct: 0, sidecar: 0, bare: 0, grpcJs: 0 };
     const perRound = Math.ceil(size.calls[c] / size.relayRounds);

@@ -1,4 +1,4 @@
-// The cluster bench's table (cluster.ts, sidecar-scale.ts) and issue 49's targets with their verdicts.
+// The cluster bench's table (cluster.ts, sidecar-scale.ts) and the cluster's targets with their verdicts.
 import { formatTable } from "../demo/table.js";
 import type { ClusterResult } from "./cluster.js";
 import { mib } from "./memory.js";
@@ -61,7 +61,7 @@ export function renderCluster(c: ClusterResults): string {
     `   the real sidecars, from each one's start to its node's volumes healed: ${r.api.realSidecarBurst.readsPerVolume.toFixed(2)} reads per volume (${Object.entries(r.api.realSidecarBurst.requests).map(([k, n]) => `${k} ${n}`).join(", ")}); over the whole rollout, their old and new pods' periodic reads included, ${r.api.realSidecarReadsPerVolume.toFixed(2)}`,
     `   a real sidecar with ${c.sidecar.changesPerSecond} PV changes a second elsewhere, ${s(c.sidecar.windowMs)}, ${c.sidecar.runs.length / 2} rounds of both sizes side by side over the same window (${c.sidecar.runs.map((x) => `${x.pvs} PVs ${Math.round(x.cpuMs)} ms ${MiB(x.peakRssBytes)} ${x.watchEvents} events`).join(", ")}), the median of each figure: ${small.pvs} PVs: ${MiB(small.peakRssBytes)}, ${Math.round(small.cpuMs)} ms CPU, ${small.watchEvents} watch events, ${small.requests} requests; ${large.pvs} PVs: ${MiB(large.peakRssBytes)}, ${Math.round(large.cpuMs)} ms CPU, ${large.watchEvents} watch events, ${large.requests} requests`,
     "",
-    `   Issue 49 targets, this run (met: ${rows.filter((x) => x[3]).length} of ${rows.length})`,
+    `   The cluster's targets, this run (met: ${rows.filter((x) => x[3]).length} of ${rows.length})`,
     formatTable(
       ["measure", "measured", "target", "met"],
       rows.map(([m, v, t, ok]) => [m, v, t, ok ? "yes" : "NO"]),

@@ -10,7 +10,7 @@ export interface RestartResults {
   fleet: RestartResult;
 }
 
-/** The targets of issue 10, checked against one run. */
+/** The headline's targets (the restart heal), checked against one run. */
 export const TARGETS = { ratioToFloor: 1.5, oneNodeMs: 2_000, oneNodeVolumes: 500, controllerReadsPerHeal: 0.05, sidecarsPerHeal: 2 };
 
 const ms = (v: number) => `${Math.round(v)} ms`;

@@ -1,4 +1,4 @@
-// Issue 12's table from one run: every measure, its target and whether the run met it, then the
+// The sidecar's targets table from one run: every measure, its target and whether the run met it, then the
 // soak's own checks. Printed after the detailed tables.
 import { formatTable } from "../demo/table.js";
 import { mib } from "./memory.js";
@@ -66,7 +66,7 @@ export function targetRows(r: Results): Row[] {
 }
 
 /**
- * Issue 49: the relay targets no Node relay can reach, read against what the decided stack takes by
+ * The relay targets no Node relay can reach, read against what the decided stack takes by
  * itself in the same run (grpc-js-relay.ts, the grpc-js relay floor).
  */
 export function grpcJsFloorRows(r: Results): Row[] {
@@ -101,7 +101,7 @@ export function renderTargets(r: Results): string {
   const floorRows = grpcJsFloorRows(r);
   const codes = Object.entries(r.soak.byCode).map(([k, n]) => `${n} ${k}`).join(", ");
   return [
-    `5. Issue 12 targets, this run, the soak included (met: ${rows.filter((row) => row[3]).length} of ${rows.length})`,
+    `5. The sidecar's targets, this run, the soak included (met: ${rows.filter((row) => row[3]).length} of ${rows.length})`,
     formatTable(
       ["measure", "measured", "target", "met", "bare relay", "grpc-js relay"],
       rows.map(([m, v, t, ok, floors]) => [m, v, t, ok ? "yes" : "NO", floors?.bare ?? "-", floors?.grpcJs ?? "-"]),
@@ -110,7 +110,7 @@ export function renderTargets(r: Results): string {
     "   grpc-js relay: the same of test/bench/grpc-js-relay.ts, grpc-js's server and the sidecar's driver client relaying bytes, winston and prom-client loaded: what the decided stack takes by itself",
     `   soak answers: ${codes}; ${r.soak.apiOutages} API outages (watches dropped, 500s), reconnects ${r.soak.reconnectMs.map((v) => `${v} ms`).join(", ") || "none"}`,
     "",
-    `   The same relay targets read against the grpc-js relay, the floor of any relay on the decided stack (issue 49; met: ${floorRows.filter((row) => row[3]).length} of ${floorRows.length})`,
+    `   The same relay targets read against the grpc-js relay, the floor of any relay on the decided stack (met: ${floorRows.filter((row) => row[3]).length} of ${floorRows.length})`,
     formatTable(
       ["measure", "measured", "target", "met"],
       floorRows.map(([m, v, t, ok]) => [m, v, t, ok ? "yes" : "NO"]),

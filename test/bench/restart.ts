@@ -1,5 +1,5 @@
 // 4. The headline: time to heal after a node-plugin restart. A fleet of nodes (driver-stub and
-// compiled sidecar per node, all on this machine) and the compiled healer controller; every driver
+// compiled sidecar per node, all on the bench's machine) and the compiled healer controller; every driver
 // is killed and started again with all its mounts dead, and we measure from the moment the drivers
 // are back to the last volume HEALED — against the floor: the same heals sent straight to the
 // drivers with the controller's bounds (--per-node-concurrency per driver, --max-concurrent-heals

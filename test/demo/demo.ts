@@ -1,4 +1,4 @@
-// `npm run demo [-- --hold] [-- --keep]`: the whole healing loop on this machine. The in-memory
+// `npm run demo [-- --hold] [-- --keep]`: the whole healing loop on one machine. The in-memory
 // Kubernetes API runs in this process; the driver-stub, the sidecar and the healer controller run
 // as real processes on real sockets. The controller does the healing on its own; this program
 // breaks things, watches (as an operator with grpcurl and kubectl would) and tells what happens.

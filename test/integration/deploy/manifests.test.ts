@@ -59,7 +59,8 @@ describe("deploy/ layout", { skip }, () => {
       const listed = used.has(file) || [...used].some((u) => file.startsWith(`${u}/`));
       assert.ok(listed || readme.includes(`deploy/${file}`), `${file} is used by no kustomization and not in deploy/README.md`);
     }
-    // Opt-in components (issue 48): the upstream controller's access, and the Lease of controller plugins.
+    // Opt-in components (least authority: an install holds only the grants it uses): the upstream
+    // controller's access, and the Lease of controller plugins.
     const optIn = ["controller-plugin-lease", "upstream-controller-access"];
     assert.deepEqual(
       readKustomization().components,
@@ -140,7 +141,8 @@ describe("deploy/ layout", { skip }, () => {
       !top.some((o) => o.metadata.name === upstreamNamespace || o.metadata.namespace === upstreamNamespace),
       "`kubectl delete -k deploy/` would delete the upstream controller's objects",
     );
-    // The upstream controller's access is opt-in (issue 48): not in the default install, only with its component.
+    // The upstream controller's access is opt-in (least authority): not in the default install, only
+    // with its component.
     assert.deepEqual(
       bindings(top).filter((b) => b.subjects.some((s) => s.namespace === upstreamNamespace)),
       [],

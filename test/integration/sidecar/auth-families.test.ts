@@ -1,4 +1,4 @@
-// Issue 48, authorization per service: with deploy/'s roles loaded into the in-memory API, a real
+// Authorization per service (least authority): with deploy/'s roles loaded into the in-memory API, a real
 // sidecar (auth on, its defaults) lets our healer controller (csiaddonsnodes/heal) heal and refuses
 // it fence and replication with PERMISSION_DENIED; the upstream controller's role
 // (components/upstream-controller-access) reaches its five families and not heal unless granted;

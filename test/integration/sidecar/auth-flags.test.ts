@@ -1,4 +1,4 @@
-// Issue 15: the auth flags do what README says — a custom --auth-verb/--auth-group/--auth-resource
+// The auth flags do what README says — a custom --auth-verb/--auth-group/--auth-resource
 // is what the SubjectAccessReview asks, and --auth-cache-ttl bounds how long a revoked permission
 // keeps working. Every auth flag is passed explicitly, so these hold whatever the defaults are.
 import { after, before, describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 5: 500 concurrent HealVolume calls at 50 PVs with --max-inflight 8 and a slow driver.
+// A burst: 500 concurrent HealVolume calls at 50 PVs with --max-inflight 8 and a slow driver.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";

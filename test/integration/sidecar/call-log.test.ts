@@ -1,4 +1,4 @@
-// Issue 14 items 3 and 5: at the default log level routine successful calls write nothing; heals
+// The call log: at the default log level routine successful calls write nothing; heals
 // and failures do, identical failures are summarised; after "sidecar stopped" nothing is written.
 import { afterEach, before, after, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,6 +1,6 @@
-// Issue 15: a driver whose Probe says ready: false is not SERVING, and calls fail fast with
+// A driver whose Probe says ready: false is not SERVING, and calls fail fast with
 // UNAVAILABLE without costing a Kubernetes API request; once Probe says ready, SERVING.
-// Issue 51: the same for a driver that was ready and comes back saying ready: false, where the
+// And the same for a driver that was ready and comes back saying ready: false, where the
 // sidecar still holds the identity and capabilities of its last connection.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";

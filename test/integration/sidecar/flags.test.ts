@@ -1,4 +1,4 @@
-// Issue 15: documented flags that change what the running sidecar does, as a process — the
+// Documented flags that change what the running sidecar does, as a process — the
 // environment-variable forms, --log-format=text, --log-level, --controller-ip, --stagingpath,
 // an explicit --pod-uid, --termination-log. (config.test.ts covers parsing and defaults.)
 import { after, afterEach, before, describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 14 item 5: an idle sidecar (ready, no calls) sleeps. Wake-ups are the context switches the
+// An idle sidecar (ready, no calls) sleeps. Wake-ups are the context switches the
 // kernel counts for the event-loop thread (/proc/<pid>/status, the main thread) over a few seconds,
 // which is where timers run; the bound is generous ("at most a few per second"), not a speed
 // measurement. V8's own worker threads (GC after start-up) and, under tsx, its module-loader

@@ -1,4 +1,4 @@
-// Issue 6, least privilege proven: the sidecar runs as its own ServiceAccount with exactly the RBAC
+// Least privilege proven: the sidecar runs as its own ServiceAccount with exactly the RBAC
 // that deploy/ grants (read from the YAML), against an API server that enforces it, with TLS and
 // caller authentication on — and the whole flow works. Then, for every verb of every rule, the
 // same flow runs with that one permission taken away, and some step must fail. A permission
@@ -417,7 +417,7 @@ const EXPECTED: Record<string, { step: Step; code?: keyof typeof grpc.status }> 
 };
 
 describe("least privilege: the sidecar with exactly deploy/'s RBAC", () => {
-  // A controller plugin: base/ and the Lease component it adds (issue 48: node plugins get no Lease rule).
+  // A controller plugin: base/ and the Lease component it adds (least authority: node plugins get no Lease rule).
   const deployed = loadRbacRules(
     render("examples/controller-plugin").map((doc) => ({ file: "examples/controller-plugin", doc })),
     "csi-stub-controller-example",

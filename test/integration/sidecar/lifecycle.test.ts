@@ -1,4 +1,4 @@
-// Issue 4: the sidecar as a well-behaved process — real driver-stub, real sidecar process,
+// The sidecar as a well-behaved process — real driver-stub, real sidecar process,
 // in-memory Kubernetes API over HTTP.
 import { after, afterEach, before, describe, test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 13 items 4 and 7: the sidecar listens on every address, IPv6 and IPv4, by default; with
+// Listening and TLS: the sidecar listens on every address, IPv6 and IPv4, by default; with
 // --require-tls-files it never falls back to a self-signed certificate; /metrics tells where the
 // certificate comes from and when it expires.
 import assert from "node:assert/strict";

@@ -1,8 +1,8 @@
-// Issue 12: health checks answered from the watched PersistentVolume cache cost no API request,
-// a heal only the VolumeAttachment read for its publish_context, yet a PV being deleted, or gone,
-// is still refused, and without the watch every request reads again. Issue 49: the cache is
-// node-scoped: it watches only the PVs it read, each by name, never the PV collection. Real
-// sidecar and driver-stub processes, the in-memory API.
+// Health checks answered from the watched PersistentVolume cache cost no API request, a heal only
+// the VolumeAttachment read for its publish_context, yet a PV being deleted, or gone, is still
+// refused, and without the watch every request reads again. And the cache is node-scoped, so that
+// it follows the node's volumes, not the cluster's size: it watches only the PVs it read, each by
+// name, never the PV collection. Real sidecar and driver-stub processes, the in-memory API.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { KubeApi } from "../../kube/index.js";

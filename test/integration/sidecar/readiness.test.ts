@@ -1,4 +1,4 @@
-// Issue 14 items 1 and 2: readiness says "in place" only while the API keeps confirming the
+// Readiness and the CSIAddonsNode: readiness says "in place" only while the API keeps confirming the
 // CSIAddonsNode, names the failing condition and since when; the object follows its pod's owner.
 import { afterEach, beforeEach, describe, test } from "node:test";
 import assert from "node:assert/strict";

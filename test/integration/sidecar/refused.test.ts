@@ -1,4 +1,4 @@
-// Issue 14 item 4: a plaintext client on the TLS port, a failed TLS handshake and a call refused
+// Refused connections and calls: a plaintext client on the TLS port, a failed TLS handshake and a call refused
 // by auth each leave one rate-limited log line (peer and reason) and count in
 // csi_addons_sidecar_refused_total{reason}.
 import { after, before, describe, test } from "node:test";

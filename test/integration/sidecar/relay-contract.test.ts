@@ -1,4 +1,4 @@
-// Issue 15: the relay's promises checked where they land — on the driver's side of the socket
+// The relay's promises checked where they land — on the driver's side of the socket
 // (what it received, its deadline, when it was cancelled) and on /metrics — not from the client's
 // own view. Real driver-stub, real sidecar, in-memory Kubernetes API. Every test passes alone.
 import { after, before, describe, test } from "node:test";

@@ -1,4 +1,4 @@
-// Issue 15: SIGTERM as DESIGN 4.5 and README promise it — NOT_SERVING and /readyz 503 at once
+// SIGTERM as DESIGN 4.5 and README promise it — NOT_SERVING and /readyz 503 at once
 // while a call is still in flight, new calls refused during the drain, the in-flight call finished,
 // and a stuck call cut off at --shutdown-grace rather than holding the exit; open health Watch
 // streams told NOT_SERVING and then ended, so they never hold the exit.

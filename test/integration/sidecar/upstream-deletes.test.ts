@@ -18,7 +18,7 @@ import { CSI_ADDONS_NODE_NAME, NAMESPACE, baseObjects, upstreamCrdFile } from ".
 
 const CAN = "csiaddons.openshift.io/v1alpha1";
 const TOKENS = { upstream: "upstream-controller-token-9e8d7c6b", sidecar: "sidecar-sa-token-5f4e3d2c" };
-/** How long the refused controller keeps deleting; issue 46 saw 90 deletions in this time. */
+/** How long the refused controller keeps deleting; the hot loop this guards against was seen at 90 deletions in this time. */
 const WINDOW_MS = 20_000;
 
 type Obj = { metadata: { uid: string } };

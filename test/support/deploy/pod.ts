@@ -132,7 +132,7 @@ export function assertHardened(c: Container, opts: { root?: boolean } = {}): voi
 }
 
 /**
- * Issue 13 items 1, 4, 7 on a pod that runs the sidecar: no host path at all in the sidecar, the
+ * The sidecar's place in a pod that runs it: no host path at all in the sidecar, the
  * ports it takes collide with no other container's nor a common CSI sidecar default, probes on
  * the HTTP endpoint, TLS files required from a Secret only the sidecar mounts.
  */

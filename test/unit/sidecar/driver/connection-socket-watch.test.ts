@@ -1,4 +1,4 @@
-// Issue 12: a restarted driver is dialled when its socket appears, not when a reconnect backoff
+// A restarted driver is dialled when its socket appears, not when a reconnect backoff
 // expires. The connection here backs off a whole minute between attempts (and reminds that it is
 // waiting only once a minute), so only the socket watch can bring it back within the test's
 // deadline; the fake driver restarts twice.
