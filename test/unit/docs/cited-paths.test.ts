@@ -167,7 +167,7 @@ test("links and inline-code paths are read from a doc, and a missing one is name
   ]);
 });
 
-// ---- no issue numbers, dates or "this machine" in the sources' comments ----
+// ---- no issue numbers, dates or words naming where a comment was written, in the sources' comments ----
 
 const SOURCE = /\.(ts|mts|mjs|js)$/;
 /** Files whose comments start with "#": the manifests, the scripts, the Dockerfile. */
