@@ -20,8 +20,12 @@ import { createMetrics, type Metrics } from "./report/metrics.js";
 import { Reporter } from "./report/reporter.js";
 import { channelSetup } from "./sidecars/credentials.js";
 import { SidecarPool } from "./sidecars/pool.js";
+import type { EndpointRefusedError } from "./sidecars/verify.js";
+import type { SidecarInfo } from "./plan/types.js";
 import { TokenFile } from "./sidecars/token.js";
 import { NodeTokens } from "./sidecars/node-tokens.js";
+
+type OnRefused = (s: SidecarInfo, err: EndpointRefusedError) => void;
 
 export interface Parts {
   cluster: ClusterCache;
@@ -39,11 +43,12 @@ export const EVENTS_FLUSH_MS = 5_000;
 export function buildParts(config: Config, logger: Logger): Parts {
   const kc = loadKubeConfig(config.kubeconfig);
   const kube = createKubeWrites(kc);
-  const pool = sidecarPool(config, kube, logger);
+  // The metrics count the pool's connections when scraped, after the pool below exists.
   const metrics = createMetrics(() => pool.countByState());
   const queue = new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals });
   const events = new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }, { heals: queue });
   const reporter = new Reporter(logger, metrics, events);
+  const pool = sidecarPool(config, kube, logger, (s, err) => reporter.endpointRefused(s, err));
   const cluster = new ClusterCache(kc, config.namespace, logger);
   const passDeps: PassDeps = {
     queue,
@@ -58,8 +63,14 @@ export function buildParts(config: Config, logger: Logger): Parts {
 }
 
 /** The sidecars' channels with their tokens: per node (TokenRequest), one from a file (weaker), or none. */
-function sidecarPool(config: Config, kube: ReturnType<typeof createKubeWrites>, logger: Logger): SidecarPool {
+function sidecarPool(config: Config, kube: ReturnType<typeof createKubeWrites>, logger: Logger, onRefused: OnRefused): SidecarPool {
   const setup = channelSetup(config.sidecarTls);
+  const verify = { policy: config.endpoints, onRefused };
+  if (config.endpoints.allowUnverified) {
+    logger.warn(
+      "--allow-unverified-endpoints: a CSIAddonsNode with a plain host:port endpoint is called unverified, so whoever writes one gets that node's calls and token",
+    );
+  }
   if (config.tokenServiceAccount) {
     const tokens = new NodeTokens(kube, config.tokenServiceAccount, config.tokenExpirationSeconds);
     return new SidecarPool(
@@ -67,14 +78,15 @@ function sidecarPool(config: Config, kube: ReturnType<typeof createKubeWrites>, 
       setup,
       (node, signal) => tokens.get(node, signal),
       (node, token) => tokens.refused(node, token),
+      verify,
     );
   }
   if (config.tokenFile) {
     logger.warn("--token-file: one token for every sidecar, so whoever reads it on one node can replay it to all; --service-account gives each node its own");
     const file = new TokenFile(config.tokenFile);
-    return new SidecarPool(kube, setup, () => file.read());
+    return new SidecarPool(kube, setup, () => file.read(), undefined, verify);
   }
-  return new SidecarPool(kube, setup, () => undefined);
+  return new SidecarPool(kube, setup, () => undefined, undefined, verify);
 }
 
 export interface Controller {

@@ -52,6 +52,8 @@ export interface Config {
   tokenServiceAccount: { namespace: string; name: string } | undefined;
   /** Lifetime asked for each per-node token (the API server may grant less). */
   tokenExpirationSeconds: number;
+  /** Which sidecar endpoints are called (controller/sidecars/verify.ts). */
+  endpoints: { serviceAccounts: string[]; allowUnverified: boolean };
   httpEndpoint: { host: string; port: number } | undefined;
   leader: LeaderElection;
   logLevel: LogLevel;
@@ -114,6 +116,20 @@ export const FLAGS: readonly FlagSpec[] = [
     kind: "string",
     env: "SERVICE_ACCOUNT",
     help: "<namespace>/<name> of the controller's own ServiceAccount: each node's sidecars get a token of their own, requested for it (TokenRequest, audience csi-addons-healer/<node>)",
+  },
+  {
+    name: "sidecar-service-accounts",
+    kind: "string",
+    env: "SIDECAR_SERVICE_ACCOUNTS",
+    help: "comma-separated <namespace>/<name>: a sidecar pod running as another ServiceAccount is not called",
+    defaultNote: "any",
+  },
+  {
+    name: "allow-unverified-endpoints",
+    kind: "bool",
+    env: "ALLOW_UNVERIFIED_ENDPOINTS",
+    help: "UNSAFE, local use only: call CSIAddonsNodes whose endpoint is a plain host:port, which names no pod to verify (whoever writes one gets that node's token and calls)",
+    default: "false",
   },
   {
     name: "token-expiration",
@@ -203,6 +219,7 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     tokenFile: raw.get("token-file") || undefined,
     tokenServiceAccount: serviceAccount(raw),
     tokenExpirationSeconds: Math.round(duration(raw, "token-expiration") / 1000),
+    endpoints: { serviceAccounts: serviceAccounts(raw), allowUnverified: bool(raw, "allow-unverified-endpoints") },
     httpEndpoint: hostPort(raw, "http-endpoint"),
     leader: {
       enabled: !isHeal && (raw.has("leader-elect") ? bool(raw, "leader-elect") : inCluster),
@@ -240,6 +257,20 @@ function serviceAccount(raw: ReadonlyMap<string, string>): { namespace: string; 
   const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$/.exec(v);
   if (!m) throw new FlagError("service-account", `--service-account must be <namespace>/<name>, got ${JSON.stringify(v)}`);
   return { namespace: m[1]!, name: m[3]! };
+}
+
+function serviceAccounts(raw: ReadonlyMap<string, string>): string[] {
+  const v = raw.get("sidecar-service-accounts") ?? "";
+  const list = v
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+  for (const sa of list) {
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(sa)) {
+      throw new FlagError("sidecar-service-accounts", `--sidecar-service-accounts takes <namespace>/<name>, comma-separated; got ${JSON.stringify(sa)}`);
+    }
+  }
+  return list;
 }
 
 function positive(raw: ReadonlyMap<string, string>, name: string): number {

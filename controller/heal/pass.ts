@@ -16,6 +16,7 @@ import { CallError } from "../../common/grpc/call-error.js";
 import { KubeRequestError } from "../kube/api.js";
 import type { SidecarConnection } from "../sidecars/connection.js";
 import type { SidecarPool } from "../sidecars/pool.js";
+import { EndpointRefusedError } from "../sidecars/verify.js";
 import type { WorkQueue } from "./queue.js";
 
 export interface RetryPolicy {
@@ -331,7 +332,9 @@ export class HealPass {
         }
       } catch (err) {
         if (signal.aborted) break;
-        pool.setState(s.key, "unresolved");
+        // A refused endpoint is waited out like one not found: its own sidecar may yet write the
+        // object right, and the restart it records must still be healed then.
+        if (!(err instanceof EndpointRefusedError)) pool.setState(s.key, "unresolved");
         why = (err as Error).message;
       }
       const wait = backoffMs(attempt, retry.initialMs, retry.maxMs, this.deps.random);

@@ -2,7 +2,7 @@
 // Only kube/ implements it (and only kube/ imports @kubernetes/client-node).
 import type { EventEmitter } from "node:events";
 import type { LeaseRecord, StoredLease } from "../../common/election/lease-elector.js";
-import type { PvInfo, SidecarInfo } from "../plan/types.js";
+import type { PvInfo, SidecarInfo, SidecarPod } from "../plan/types.js";
 
 export interface ClusterEvents {
   sidecar: [type: "add" | "update" | "delete", sidecar: SidecarInfo];
@@ -22,7 +22,9 @@ export interface ClusterView extends EventEmitter<ClusterEvents> {
 
 export interface EventRecord {
   /** The object the event is about. */
-  involved: { kind: "PersistentVolume" | "PersistentVolumeClaim"; namespace: string | undefined; name: string; uid: string | undefined; apiVersion: "v1" };
+  involved:
+    | { kind: "PersistentVolume" | "PersistentVolumeClaim"; namespace: string | undefined; name: string; uid: string | undefined; apiVersion: "v1" }
+    | { kind: "CSIAddonsNode"; namespace: string; name: string; uid: string; apiVersion: "csiaddons.openshift.io/v1alpha1" };
   /** The PV, when the event is on its claim (the Event's `related`). */
   related?: { kind: "PersistentVolume"; name: string; uid: string | undefined; apiVersion: "v1" };
   type: "Normal" | "Warning";
@@ -36,8 +38,8 @@ export type { LeaseRecord, StoredLease };
 export interface KubeWrites {
   /** Merge patch of one annotation of a CSIAddonsNode; nothing else of the object is sent. */
   patchCSIAddonsNodeAnnotation(namespace: string, name: string, key: string, value: string, signal: AbortSignal): Promise<void>;
-  /** status.podIP of one Pod (one GET), undefined when it has none yet. */
-  podIP(namespace: string, name: string, signal: AbortSignal): Promise<string | undefined>;
+  /** What verifies a sidecar's pod, and its IP (one GET of the Pod). */
+  sidecarPod(namespace: string, name: string, signal: AbortSignal): Promise<SidecarPod>;
   /** status.startTime of one Pod (one GET; ms since the epoch), undefined when it has none. */
   podStartTime(namespace: string, name: string, signal: AbortSignal): Promise<number | undefined>;
   /**

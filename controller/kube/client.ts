@@ -87,9 +87,15 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         ),
       );
     },
-    async podIP(namespace, name, signal) {
+    async sidecarPod(namespace, name, signal) {
       const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));
-      return pod.status?.podIP || undefined;
+      return {
+        uid: pod.metadata?.uid ?? "",
+        nodeName: pod.spec?.nodeName ?? "",
+        ip: pod.status?.podIP || undefined,
+        serviceAccount: pod.spec?.serviceAccountName || "default",
+        owners: (pod.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) })),
+      };
     },
     async podStartTime(namespace, name, signal) {
       const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));

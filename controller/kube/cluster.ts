@@ -54,6 +54,7 @@ export function toSidecar(o: CSIAddonsNode): SidecarInfo {
     endpoint: d.endpoint ?? "",
     nodeId: d.nodeID ?? "",
     annotations: m.annotations ?? {},
+    owners: (m.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) })),
     deleting: Boolean(m.deletionTimestamp),
   };
 }

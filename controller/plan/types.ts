@@ -12,7 +12,29 @@ export interface SidecarInfo {
   endpoint: string;
   nodeId: string;
   annotations: Readonly<Record<string, string>>;
+  /** metadata.ownerReferences: the sidecar names its pod's controller (or its pod) there. */
+  owners: readonly OwnerRef[];
   deleting: boolean;
+}
+
+export interface OwnerRef {
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+}
+
+/** What the controller reads of the pod behind a sidecar's pod:// endpoint (one GET). */
+export interface SidecarPod {
+  uid: string;
+  /** spec.nodeName: the node the scheduler bound it to ("" while unscheduled). */
+  nodeName: string;
+  /** status.podIP, undefined while it has none. */
+  ip: string | undefined;
+  /** spec.serviceAccountName ("default" when unset, as the API server defaults it). */
+  serviceAccount: string;
+  /** metadata.ownerReferences. */
+  owners: readonly OwnerRef[];
 }
 
 export interface ClaimRef {

@@ -18,7 +18,7 @@ import type { Logger } from "../../common/log/logger.js";
 import { delay } from "../../common/util/delay.js";
 import { withDeadline } from "../../common/util/deadline.js";
 import { KubeRequestError, type EventRecord, type KubeWrites } from "../kube/api.js";
-import type { PvInfo } from "../plan/types.js";
+import type { PvInfo, SidecarInfo } from "../plan/types.js";
 
 /** Namespace of events about cluster-scoped objects (what kubectl describe pv looks in). */
 const CLUSTER_EVENTS_NAMESPACE = "default";
@@ -94,6 +94,16 @@ export class EventRecorder {
     if (!pv.claim) return this.enqueue({ involved: { ...onPv, namespace: undefined }, type, reason, message });
     const { namespace, name, uid } = pv.claim;
     this.enqueue({ involved: { kind: "PersistentVolumeClaim", apiVersion: "v1", namespace, name, uid }, related: onPv, type, reason, message });
+  }
+
+  /** Queues the event on a sidecar's CSIAddonsNode. Never throws or waits. */
+  sidecar(s: SidecarInfo, type: EventRecord["type"], reason: string, message: string): void {
+    this.enqueue({
+      involved: { kind: "CSIAddonsNode", apiVersion: "csiaddons.openshift.io/v1alpha1", namespace: s.namespace, name: s.name, uid: s.uid },
+      type,
+      reason,
+      message,
+    });
   }
 
   /** Resolves once every queued event is written (or given up), or after `timeoutMs`: for shutdown. */

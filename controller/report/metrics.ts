@@ -10,6 +10,8 @@ export interface Metrics {
   volumesAbnormal: Gauge<"driver" | "node">;
   leader: Gauge;
   eventsDropped: Counter;
+  /** Sidecar endpoints not called: not verified as the sidecar of the node their CSIAddonsNode claims. */
+  endpointsRefused: Counter<"driver" | "reason">;
   eventsQueued: Gauge;
   /** Where the heal-work gauges read from (the heal controller, built after the metrics). */
   watchWaiting(source: () => readonly WaitingWork[]): void;
@@ -84,6 +86,12 @@ export function createMetrics(connections: () => Record<string, number>): Metric
       registers,
     }),
     leader: new Gauge({ name: "csi_addons_healer_leader", help: "1 while this replica is the leader (or runs without leader election)", registers }),
+    endpointsRefused: new Counter({
+      name: "csi_addons_healer_sidecar_endpoints_refused_total",
+      help: "CSIAddonsNode endpoints not called (no token, no call): not verified as the sidecar pod of the node the object claims, by reason",
+      labelNames: ["driver", "reason"],
+      registers,
+    }),
     eventsDropped: new Counter({
       name: "csi_addons_healer_events_dropped_total",
       help: "Events not written because the backlog of events to write was full",

@@ -2,6 +2,7 @@
 // attempt, retry or not), and for final answers the metrics and the Events.
 import type { Logger } from "../../common/log/logger.js";
 import type { Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
+import type { EndpointRefusedError } from "../sidecars/verify.js";
 import type { EventRecorder } from "./events.js";
 import type { Metrics } from "./metrics.js";
 
@@ -48,6 +49,20 @@ export class Reporter {
     if (o.retryInMs !== undefined) return;
     this.metrics.heals.inc({ driver: s.driver, trigger: o.trigger, result: o.result });
     this.recordEvents(o);
+  }
+
+  /** A sidecar endpoint refused (told once per reason): a warning, a metric, an Event on its CSIAddonsNode. */
+  endpointRefused(s: SidecarInfo, err: EndpointRefusedError): void {
+    this.logger.warn("sidecar endpoint refused", {
+      sidecar: s.key,
+      node: s.nodeId,
+      driver: s.driver,
+      endpoint: s.endpoint,
+      reason: err.kind,
+      detail: err.message,
+    });
+    this.metrics.endpointsRefused.inc({ driver: s.driver, reason: err.kind });
+    this.events.sidecar(s, "Warning", "SidecarEndpointRefused", err.message);
   }
 
   private recordEvents(o: HealOutcome): void {

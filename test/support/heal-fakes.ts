@@ -23,6 +23,7 @@ export const SIDECAR: SidecarInfo = {
   endpoint: "127.0.0.1:1",
   nodeId: "n1",
   annotations: {},
+  owners: [],
   deleting: false,
 };
 
@@ -75,7 +76,7 @@ export function fake(
     },
   };
   // A real pool (connection states, forget, close) whose every lookup finds the fake connection.
-  const pool = new SidecarPool({ podIP: async () => undefined }, {}, () => undefined);
+  const pool = new SidecarPool({ sidecarPod: () => Promise.reject(new Error("the fakes never read a Pod")) }, {}, () => undefined);
   pool.resolve = async () => (resolves++, conn as unknown as SidecarConnection);
   const deps: PassDeps = {
     queue: o.queue ?? new WorkQueue({ perNode: 4, global: 4 }),

@@ -65,6 +65,7 @@ test("defaults: in a cluster, TLS verified against the CA and leader election on
     tokenFile: undefined,
     tokenServiceAccount: undefined,
     tokenExpirationSeconds: 3600,
+    endpoints: { serviceAccounts: [], allowUnverified: false },
     httpEndpoint: undefined,
     leader: {
       enabled: true,
@@ -124,6 +125,7 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     tokenFile: "/var/run/secrets/tokens/healer",
     tokenServiceAccount: undefined,
     tokenExpirationSeconds: 3600,
+    endpoints: { serviceAccounts: [], allowUnverified: false },
     httpEndpoint: { host: "::", port: 8080 },
     leader: {
       enabled: true,

@@ -8,7 +8,7 @@ import type { HealAnswer } from "../../../../controller/sidecars/connection.js";
 import { SidecarPool } from "../../../../controller/sidecars/pool.js";
 import { Reporter } from "../../../../controller/report/reporter.js";
 import type { EventRecorder } from "../../../../controller/report/events.js";
-import type { PvInfo, SidecarInfo } from "../../../../controller/plan/types.js";
+import type { PvInfo, SidecarInfo, SidecarPod } from "../../../../controller/plan/types.js";
 import { createLogger } from "../../../../common/log/logger.js";
 import { waitFor, within } from "../../../support/wait.js";
 import { captureLogger } from "../../../support/capture-logger.js";
@@ -117,6 +117,7 @@ const noStates = {
   unreachable: 0,
   failing: 0,
   unresolved: 0,
+  refused: 0,
 };
 
 const ABNORMAL: HealAnswer = {
@@ -729,13 +730,13 @@ test("controller: a deleted CSIAddonsNode leaves nothing behind: no connection s
   const g = fake(() => HEALED);
   let podReads = 0;
   let podReadAborted = false;
-  const podIP = (_ns: string, _pod: string, signal: AbortSignal) => {
+  const sidecarPod = (_ns: string, _pod: string, signal: AbortSignal) => {
     podReads++;
-    return new Promise<string | undefined>((_resolve, reject) =>
+    return new Promise<SidecarPod>((_resolve, reject) =>
       signal.addEventListener("abort", () => ((podReadAborted = true), reject(new Error("aborted"))), { once: true }),
     );
   };
-  g.deps.pool = new SidecarPool({ podIP }, {}, () => undefined);
+  g.deps.pool = new SidecarPool({ sidecarPod }, {}, () => undefined);
   const r = controllerOf(
     g,
     {

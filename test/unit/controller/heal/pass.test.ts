@@ -470,7 +470,7 @@ test("pass: a sidecar that says SERVING but fails to tell its capabilities is co
   assert.equal(f.resolves(), 2);
   assert.deepEqual(
     stateWhenAskedAgain,
-    { serving: 0, not_serving: 0, unreachable: 0, failing: 1, unresolved: 0 },
+    { serving: 0, not_serving: 0, unreachable: 0, failing: 1, unresolved: 0, refused: 0 },
     "neither unresolved (it was found) nor not_serving (it said SERVING)",
   );
   assert.deepEqual(f.deps.pool.countByState(), {
@@ -479,6 +479,7 @@ test("pass: a sidecar that says SERVING but fails to tell its capabilities is co
     unreachable: 0,
     failing: 0,
     unresolved: 0,
+    refused: 0,
   });
   assert.deepEqual(
     lines.filter((l) => l["message"] === "waiting for sidecar").map((l) => l["reason"]),

@@ -42,19 +42,31 @@ test("the handled marker is merged into the CSIAddonsNode's annotations: the sid
   );
 });
 
-test("a pod's IP; a pod not scheduled yet has none; a pod that does not exist is a 404", async () => {
-  const pod = (name: string, status?: object) => ({
+test("a sidecar's pod: what verifies it (uid, node, ServiceAccount, owners) and its IP; one not scheduled yet has none; one that does not exist is a 404", async () => {
+  const owner = { apiVersion: "apps/v1", kind: "DaemonSet", name: "plugin", uid: "ds-uid", controller: true };
+  const pod = (name: string, spec: object, status?: object) => ({
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace: "default" },
-    spec: { containers: [{ name: "c", image: "i" }] },
+    metadata: { name, namespace: "default", ownerReferences: [owner] },
+    spec: { containers: [{ name: "c", image: "i" }], ...spec },
     ...(status ? { status } : {}),
   });
-  await api.create(pod("plugin-a", { phase: "Running", podIP: "10.1.2.3" }));
-  await api.create(pod("plugin-b"));
-  assert.equal(await kube.podIP("default", "plugin-a", signal()), "10.1.2.3");
-  assert.equal(await kube.podIP("default", "plugin-b", signal()), undefined);
-  await assert.rejects(kube.podIP("default", "plugin-c", signal()), failsWith(404, /get Pod default\/plugin-c/));
+  await api.create(pod("plugin-a", { nodeName: "node-1", serviceAccountName: "plugin-sa" }, { phase: "Running", podIP: "10.1.2.3" }));
+  await api.create(pod("plugin-b", {}));
+  const a = await kube.sidecarPod("default", "plugin-a", signal());
+  assert.deepEqual(
+    { ...a, uid: a.uid.length > 0 },
+    {
+      uid: true,
+      nodeName: "node-1",
+      ip: "10.1.2.3",
+      serviceAccount: "plugin-sa",
+      owners: [{ kind: "DaemonSet", name: "plugin", uid: "ds-uid", controller: true }],
+    },
+  );
+  const b = await kube.sidecarPod("default", "plugin-b", signal());
+  assert.deepEqual([b.nodeName, b.ip, b.serviceAccount], ["", undefined, "default"]);
+  await assert.rejects(kube.sidecarPod("default", "plugin-c", signal()), failsWith(404, /get Pod default\/plugin-c/));
 });
 
 test("an Event names the object, our component and its first and last time; a bump sets its count", async () => {

@@ -62,6 +62,7 @@ test("a CSIAddonsNode as the controller sees it", () => {
       endpoint: "pod://plugin-0.csi:9070",
       nodeId: NODE,
       annotations: { "sidecar.csiaddons.openshift.io/createdByPodUID": "pod-1" },
+      owners: [],
       deleting: false,
     },
   );

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createMetrics } from "../../../../controller/report/metrics.js";
 
 test("every documented family, with its type and labels; the sidecar connections are read from the pool at each scrape", async () => {
-  let connections = { serving: 2, not_serving: 1, unreachable: 1, failing: 1, unresolved: 0 };
+  let connections = { serving: 2, not_serving: 1, unreachable: 1, failing: 1, unresolved: 0, refused: 1 };
   const m = createMetrics(() => connections);
   m.heals.inc({ driver: "drv", trigger: "restart", result: "HEALED" });
   m.healSeconds.observe({ driver: "drv", mode: "ALWAYS" }, 0.2);
@@ -15,6 +15,7 @@ test("every documented family, with its type and labels; the sidecar connections
   m.leader.set(1);
   m.eventsDropped.inc();
   m.eventsQueued.set(4);
+  m.endpointsRefused.inc({ driver: "drv", reason: "node" });
   const text = await m.registry.metrics();
   for (const [name, type] of [
     ["csi_addons_healer_heals_total", "counter"],
@@ -25,6 +26,7 @@ test("every documented family, with its type and labels; the sidecar connections
     ["csi_addons_healer_leader", "gauge"],
     ["csi_addons_healer_events_queued", "gauge"],
     ["csi_addons_healer_events_dropped_total", "counter"],
+    ["csi_addons_healer_sidecar_endpoints_refused_total", "counter"],
   ]) {
     assert.match(text, new RegExp(`^# TYPE ${name} ${type}$`, "m"), name);
   }
@@ -37,13 +39,15 @@ test("every documented family, with its type and labels; the sidecar connections
     'csi_addons_healer_sidecar_connections{state="not_serving"} 1',
     'csi_addons_healer_sidecar_connections{state="unreachable"} 1',
     'csi_addons_healer_sidecar_connections{state="failing"} 1',
+    'csi_addons_healer_sidecar_connections{state="refused"} 1',
+    'csi_addons_healer_sidecar_endpoints_refused_total{driver="drv",reason="node"} 1',
     "csi_addons_healer_leader 1",
     "csi_addons_healer_events_queued 4",
     "csi_addons_healer_events_dropped_total 1",
   ]) {
     assert.ok(text.split("\n").includes(sample), sample);
   }
-  connections = { serving: 0, not_serving: 0, unreachable: 0, failing: 0, unresolved: 3 };
+  connections = { serving: 0, not_serving: 0, unreachable: 0, failing: 0, unresolved: 3, refused: 0 };
   assert.ok((await m.registry.metrics()).split("\n").includes('csi_addons_healer_sidecar_connections{state="unresolved"} 3'), "read again at the next scrape");
 });
 

@@ -18,6 +18,7 @@ const SIDECAR: SidecarInfo = {
   endpoint: "127.0.0.1:1",
   nodeId: "node-1",
   annotations: {},
+  owners: [],
   deleting: false,
 };
 const PV: PvInfo = { name: "pv-1", uid: "uid-1", driver: "drv", handle: "vol-1", deleting: false, claim: undefined };
