@@ -102,7 +102,12 @@ export const FLAGS: readonly FlagSpec[] = [
   { name: "retry-max-backoff", kind: "string", env: "RETRY_MAX_BACKOFF", help: "longest retry delay", default: "30s" },
   { name: "heal-timeout", kind: "string", env: "HEAL_TIMEOUT", help: "deadline of one HealVolume call", default: "3m" },
   { name: "sidecar-tls", kind: "bool", env: "SIDECAR_TLS", help: "TLS to the sidecars; false = plaintext, local use only", default: "true" },
-  { name: "sidecar-ca-file", kind: "string", env: "SIDECAR_CA_FILE", help: "CA bundle that verifies the sidecars' certificates" },
+  {
+    name: "sidecar-ca-file",
+    kind: "string",
+    env: "SIDECAR_CA_FILE",
+    help: "CA bundle that verifies the sidecars' certificates; read again when the file changes",
+  },
   { name: "sidecar-tls-server-name", kind: "string", env: "SIDECAR_TLS_SERVER_NAME", help: "name the sidecars' certificates must carry" },
   {
     name: "sidecar-tls-insecure-skip-verify",

@@ -97,7 +97,7 @@ export class SidecarChannel {
     const host = this.address.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
     const session = http2.connect(`${tls ? "https" : "http"}://${this.address}`, {
       ...(tls && {
-        ca: tls.ca,
+        ca: tls.ca(),
         rejectUnauthorized: tls.verify,
         // The certificate is checked against this name (and it is sent as SNI), not the pod's IP.
         ...(tls.serverName ? { servername: tls.serverName } : isIP(host) ? {} : { servername: host }),

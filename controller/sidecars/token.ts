@@ -1,25 +1,16 @@
 // The bearer token for the sidecars: a projected ServiceAccount token the kubelet rotates in
 // place, so the file is re-read whenever it changes (checked with one stat per call).
-import { readFileSync, statSync } from "node:fs";
+import { ChangingFile } from "./changing-file.js";
 
 export class TokenFile {
-  private token = "";
-  private stamp = "";
+  private readonly file: ChangingFile;
 
-  constructor(private readonly path: string) {}
+  constructor(path: string) {
+    this.file = new ChangingFile(path, "--token-file");
+  }
 
   /** The current token; the last good one while the file is briefly missing during rotation. */
   read(): string {
-    try {
-      const st = statSync(this.path);
-      const stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
-      if (stamp !== this.stamp) {
-        this.token = readFileSync(this.path, "utf8").trim();
-        this.stamp = stamp;
-      }
-    } catch (err) {
-      if (!this.token) throw new Error(`cannot read --token-file ${this.path}: ${(err as NodeJS.ErrnoException).code ?? "error"}`, { cause: err });
-    }
-    return this.token;
+    return this.file.read().toString("utf8").trim();
   }
 }

@@ -1,6 +1,6 @@
 // DESIGN 7.3 / DESIGN 4.6: the controller verifies the sidecar's TLS certificate against
 // --sidecar-ca-file (server name --sidecar-tls-server-name) and presents the bearer token from
-// --token-file, re-read when the kubelet rotates it. The sidecar runs with auth on and checks
+// --token-file, re-read when the kubelet rotates it; the CA file is re-read when it is rotated. The sidecar runs with auth on and checks
 // verb `call` on csiaddonsnodes/heal.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -90,6 +90,23 @@ test("a sidecar whose certificate the CA does not verify is never called", async
   assert.match(await c.metrics(), /csi_addons_healer_sidecar_connections\{state="unreachable"\} 1/);
   assert.equal(c.heals().length, 0);
   assert.equal(stack.stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
+});
+
+test("a rotated CA bundle is read again without a restart: a sidecar the old bundle did not verify is called once the file holds its CA", async () => {
+  const other = await makeTlsFiles(tempDir("ctl-rotated-ca-"));
+  const caFile = join(dir, "rotating-ca.crt");
+  writeFileSync(caFile, other.caPem);
+  const c = await startControllerProc({ kubeconfig: stack.kube.kubeconfigPath, args: [...secureArgs(caFile), "--check-interval=300ms"] });
+  controllers.push(c);
+  const refusedByCa = () => c.logLines().filter((l) => l.message === "waiting for sidecar" && /certificate/i.test(String(l["reason"]))).length;
+  await waitFor("the controller to find the sidecar's certificate unverified", () => refusedByCa() >= 1, { timeoutMs: 30_000 });
+  const checks = stack.stub.calls({ method: "NodeGetVolumeHealth" }).length;
+  // The bundle rotated as a mounted ConfigMap is: the new file swapped in, the old CA gone.
+  writeFileSync(`${caFile}.tmp`, tls.caPem);
+  renameSync(`${caFile}.tmp`, caFile);
+  await waitFor("the sidecar called under the rotated CA", () => stack.stub.calls({ method: "NodeGetVolumeHealth" }).length > checks, { timeoutMs: 30_000 });
+  assert.match(await c.metrics(), /csi_addons_healer_sidecar_connections\{state="serving"\} 1/);
+  await c.stop();
 });
 
 test("a token the sidecar refuses: nothing reaches the driver, the sidecar is counted as failing (not unresolved) and the log says why", async () => {
