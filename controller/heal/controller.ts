@@ -59,6 +59,12 @@ export class HealController {
    * such a restart is not healed ALWAYS twice.
    */
   private readonly handledHere = new Map<string, string>();
+  /**
+   * Sidecar key → the driver of a sidecar that is not healing (its driver does not offer VolumeHealer). Told once, not
+   * per pass; while it holds, no periodic pass asks that sidecar again: what changes a driver's
+   * capabilities is a new driver process, which records a restart and brings a restart pass.
+   */
+  private readonly notHealing = new Map<string, string>();
   private generation = 0;
   private leading = false;
   /** Aborted when leadership ends, so no retry's wait outlives it (a closed controller holds no timer). */
@@ -112,6 +118,8 @@ export class HealController {
     }
     this.nodes.clear();
     this.cutShort.clear();
+    this.notHealing.clear();
+    this.deps.metrics.sidecarsNotHealing.reset();
     this.deps.pass.queue.clear();
     this.deps.pass.pool.close();
     this.deps.metrics.volumesAbnormal.reset();
@@ -157,6 +165,7 @@ export class HealController {
       clearTimeout(st?.timer);
       this.nodes.delete(s.key);
       this.deps.pass.pool.forget(s.key);
+      this.noteHealer(s, undefined);
       // Else an alert on this node's abnormal volumes would never clear.
       this.deps.metrics.volumesAbnormal.remove({ driver: s.driver, node: s.nodeId });
       return;
@@ -227,11 +236,8 @@ export class HealController {
       if (!summary.completed) return;
       st.handledMarker = d.marker;
       this.rememberHandled(s.key, d.marker);
-      if (summary.skipped) {
-        // Not opted in: leave the object alone (no marker written), just do not ask again.
-        this.deps.logger.info("sidecar left alone", { sidecar: s.key, reason: summary.skipped });
-        return;
-      }
+      // Not opted in (told once by noteHealer): leave the object alone, no marker written.
+      if (summary.skipped) return this.deps.logger.debug("restart heal skipped: the driver does not heal", { sidecar: s.key, marker: d.marker });
       if (summary.unchecked) {
         // Recorded all the same: the marker is what makes this sidecar's next restart an ALWAYS heal.
         this.deps.logger.info("first sight not checked", { sidecar: s.key, node: s.nodeId, marker: d.marker, reason: summary.unchecked });
@@ -273,14 +279,37 @@ export class HealController {
     const pass = new HealPass(this.deps.pass, { sidecar: s, pvs: this.deps.view.volumesOf(s), mode, trigger, generation, priority, olderAlways });
     st.pass = pass;
     void pass.done.then((summary) => {
-      if (!summary.completed || summary.skipped || summary.unchecked || !this.leading || this.nodes.get(s.key) !== st) return;
+      if (!summary.completed || !this.leading || this.nodes.get(s.key) !== st) return;
+      this.noteHealer(s, summary.skipped);
+      if (summary.skipped || summary.unchecked) return;
       this.deps.metrics.volumesAbnormal.set({ driver: s.driver, node: s.nodeId }, summary.abnormal);
     });
     return pass.start();
   }
 
+  /** Whether the sidecar's driver heals (`skipped` undefined) or why not: told when it changes, counted by driver. */
+  private noteHealer(s: SidecarInfo, skipped: string | undefined): void {
+    const was = this.notHealing.get(s.key);
+    if (skipped === undefined) {
+      if (!was) return;
+      this.notHealing.delete(s.key);
+      this.deps.logger.info("driver offers VolumeHealer now; checking its volumes again", { sidecar: s.key, node: s.nodeId, driver: s.driver });
+      const st = this.nodes.get(s.key);
+      if (st && !st.timer && !s.deleting) this.schedulePeriodic(s.key, st);
+    } else {
+      // Told once: a restart pass and a periodic one word what is missing differently.
+      if (was) return;
+      this.notHealing.set(s.key, s.driver);
+      this.deps.pass.reporter.notHealing(s, skipped);
+    }
+    for (const driver of new Set([s.driver, was ?? s.driver])) {
+      const n = [...this.notHealing.values()].filter((d) => d === driver).length;
+      this.deps.metrics.sidecarsNotHealing.set({ driver }, n);
+    }
+  }
+
   private schedulePeriodic(key: string, st: NodeState, inMs?: number): void {
-    if (this.deps.checkIntervalMs <= 0) return;
+    if (this.deps.checkIntervalMs <= 0 || this.notHealing.has(key)) return;
     st.timer = setTimeout(
       () => {
         st.timer = undefined;

@@ -10,6 +10,8 @@ export interface Metrics {
   volumesAbnormal: Gauge<"driver" | "node">;
   leader: Gauge;
   eventsDropped: Counter;
+  /** Sidecars whose driver does not offer VolumeHealer (left alone), by driver. */
+  sidecarsNotHealing: Gauge<"driver">;
   /** Sidecar endpoints not called: not verified as the sidecar of the node their CSIAddonsNode claims. */
   endpointsRefused: Counter<"driver" | "reason">;
   eventsQueued: Gauge;
@@ -86,6 +88,12 @@ export function createMetrics(connections: () => Record<string, number>): Metric
       registers,
     }),
     leader: new Gauge({ name: "csi_addons_healer_leader", help: "1 while this replica is the leader (or runs without leader election)", registers }),
+    sidecarsNotHealing: new Gauge({
+      name: "csi_addons_healer_sidecars_not_healing",
+      help: "Sidecars whose driver does not offer VolumeHealer: their volumes are neither checked nor healed",
+      labelNames: ["driver"],
+      registers,
+    }),
     endpointsRefused: new Counter({
       name: "csi_addons_healer_sidecar_endpoints_refused_total",
       help: "CSIAddonsNode endpoints not called (no token, no call): not verified as the sidecar pod of the node the object claims, by reason",

@@ -51,6 +51,17 @@ export class Reporter {
     this.recordEvents(o);
   }
 
+  /** The sidecar's driver does not offer VolumeHealer (told once, until that changes): nothing of it is checked or healed. */
+  notHealing(s: SidecarInfo, reason: string): void {
+    this.logger.info("sidecar left alone", { sidecar: s.key, node: s.nodeId, driver: s.driver, reason });
+    this.events.sidecar(
+      s,
+      "Normal",
+      "DriverNotHealing",
+      `${reason}: its volumes on node ${s.nodeId} are neither checked nor healed (the sidecar still serves the upstream services); asked again when the driver restarts`,
+    );
+  }
+
   /** A sidecar endpoint refused (told once per reason): a warning, a metric, an Event on its CSIAddonsNode. */
   endpointRefused(s: SidecarInfo, err: EndpointRefusedError): void {
     this.logger.warn("sidecar endpoint refused", {

@@ -42,6 +42,8 @@ export interface Fake {
   /** The signal each HealVolume was given, in call order. */
   signals: (AbortSignal | undefined)[];
   outcomes: HealOutcome[];
+  /** What the reporter was told of sidecars whose driver does not heal. */
+  notHealing: { sidecar: string; reason: string }[];
   /** How often the sidecar was looked up (pool.resolve). */
   resolves: () => number;
 }
@@ -62,6 +64,7 @@ export function fake(
   const calls: string[] = [];
   const signals: (AbortSignal | undefined)[] = [];
   const outcomes: HealOutcome[] = [];
+  const notHealing: { sidecar: string; reason: string }[] = [];
   const conn = {
     address: "fake",
     health: async () => ((o.serving ? o.serving() : true) ? { state: "serving" } : { state: "not_serving", reason: "NOT_SERVING" }),
@@ -84,6 +87,7 @@ export function fake(
     latest: () => SIDECAR,
     reporter: {
       outcome: (x: HealOutcome) => outcomes.push(x),
+      notHealing: (sidecar: SidecarInfo, reason: string) => notHealing.push({ sidecar: sidecar.key, reason }),
     } as unknown as PassDeps["reporter"],
     logger: createLogger("error", "json"),
     retry: {
@@ -94,7 +98,7 @@ export function fake(
       ...o.retry,
     },
   };
-  return { deps, calls, signals, outcomes, resolves: () => resolves };
+  return { deps, calls, signals, outcomes, notHealing, resolves: () => resolves };
 }
 
 /** A held call ends as grpc-js ends a call whose signal aborts: CANCELLED. */

@@ -446,10 +446,50 @@ test("controller: a driver that heals but cannot check has its first sight recor
   const alone = controllerOf(none, { ...SIDECAR, annotations: first }, async (m) => void untouched.push(m));
   t.after(() => alone.c.close());
   alone.c.lead();
-  await waitFor("the sidecar left alone", () => alone.lines.some((l) => l["message"] === "sidecar left alone"));
+  await waitFor("the sidecar left alone", () => none.notHealing.length === 1);
   assert.deepEqual(untouched, [], "no marker on an object whose driver has not opted in");
   assert.deepEqual(none.calls, []);
   assert.deepEqual(await abnormalSeries(alone.metrics), [], "nor one left alone");
+});
+
+test("controller: a driver without VolumeHealer is told once (one report, one series by driver); no periodic pass asks it again, a restart does, and once it heals it is checked again", async (t) => {
+  // The periodic timers run on mocked time: ticked past, never waited for.
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const turns = async () => {
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  };
+  let offers = false;
+  const f = fake(() => HEALED, { caps: () => ({ healVolume: offers, getVolumeHealth: offers }) });
+  const ctl = controllerOf(f, { ...SIDECAR, annotations: HANDLED }, async () => {}, { checkIntervalMs: 100, random: () => 0 });
+  t.after(() => ctl.c.close());
+  ctl.c.lead();
+  t.mock.timers.tick(1);
+  await waitFor("the first periodic pass to find the driver not healing", () => f.notHealing.length === 1);
+  assert.match(f.notHealing[0]!.reason, /does not offer VolumeHealer HEAL_VOLUME/);
+  const series = async () => (await ctl.metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("csi_addons_healer_sidecars_not_healing{"));
+  assert.deepEqual(await series(), ['csi_addons_healer_sidecars_not_healing{driver="drv"} 1']);
+  const asked = f.resolves();
+  for (let i = 0; i < 10; i++) {
+    t.mock.timers.tick(200);
+    await turns();
+  }
+  assert.equal(f.resolves(), asked, "ten check intervals later: not asked again");
+  // A restart (a new driver process may offer it now) is asked: still not healing, not told again.
+  ctl.update({ ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-05T10:00:00.000Z" });
+  await waitFor("the restart pass to ask", () => f.resolves() === asked + 1);
+  await turns();
+  assert.equal(f.notHealing.length, 1, "the same reason is not told twice");
+  // The next driver offers VolumeHealer: its restart is healed, and periodic checks resume.
+  offers = true;
+  ctl.update({ ...HANDLED, [DRIVER_RESTARTED_AT]: "2026-12-05T11:00:00.000Z" });
+  await waitFor("the restart healed", () => f.calls.length === 2);
+  await waitFor("healing again: no sidecar left", async () => (await series()).join() === 'csi_addons_healer_sidecars_not_healing{driver="drv"} 0');
+  const healed = f.calls.length;
+  for (let i = 0; i < 3 && f.calls.length === healed; i++) {
+    t.mock.timers.tick(200);
+    await turns();
+  }
+  await waitFor("a periodic check again", () => f.calls.length > healed);
 });
 
 test("controller: a restart pass whose volume keeps answering ABORTED completes after maxAttempts: VolumeHealFailed, marker recorded, periodic checks resume", async (t) => {

@@ -16,6 +16,7 @@ test("every documented family, with its type and labels; the sidecar connections
   m.eventsDropped.inc();
   m.eventsQueued.set(4);
   m.endpointsRefused.inc({ driver: "drv", reason: "node" });
+  m.sidecarsNotHealing.set({ driver: "drv" }, 2);
   const text = await m.registry.metrics();
   for (const [name, type] of [
     ["csi_addons_healer_heals_total", "counter"],
@@ -27,6 +28,7 @@ test("every documented family, with its type and labels; the sidecar connections
     ["csi_addons_healer_events_queued", "gauge"],
     ["csi_addons_healer_events_dropped_total", "counter"],
     ["csi_addons_healer_sidecar_endpoints_refused_total", "counter"],
+    ["csi_addons_healer_sidecars_not_healing", "gauge"],
   ]) {
     assert.match(text, new RegExp(`^# TYPE ${name} ${type}$`, "m"), name);
   }
@@ -41,6 +43,7 @@ test("every documented family, with its type and labels; the sidecar connections
     'csi_addons_healer_sidecar_connections{state="failing"} 1',
     'csi_addons_healer_sidecar_connections{state="refused"} 1',
     'csi_addons_healer_sidecar_endpoints_refused_total{driver="drv",reason="node"} 1',
+    'csi_addons_healer_sidecars_not_healing{driver="drv"} 2',
     "csi_addons_healer_leader 1",
     "csi_addons_healer_events_queued 4",
     "csi_addons_healer_events_dropped_total 1",
