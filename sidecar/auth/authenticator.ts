@@ -6,13 +6,15 @@
 // the audience limits where a token can be replayed, the SubjectAccessReview decides. Per service
 // family (families.ts) the review asks `call` on csiaddonsnodes/<family>; with the weaker single
 // permission, `call` on csiaddonsnodes for every service. Decisions are cached briefly, bounded in
-// size, keyed by a hash of the token so the token itself is never kept in clear.
+// size, keyed by a hash of the token so the token itself is never kept in clear; what reviewing
+// tokens never seen before may cost the API server is bounded (review-budget.ts).
 import { createHash } from "node:crypto";
 import { API_SERVER_AUDIENCE, type AuthzRule } from "../config/config.js";
 import { DomainError, permissionDenied, unauthenticated, unavailable } from "../errors.js";
 import { KubeError, type KubeApi, type UserInfo } from "../kube/api.js";
 import type { Middleware } from "../server/context.js";
 import { TtlCache } from "../util/ttl-cache.js";
+import { ReviewBudget } from "./review-budget.js";
 import { accessOf, FAMILIES } from "./families.js";
 
 /** The identity pass-through: open to a caller that may call at least one family (in order, each answer cached). */
@@ -32,6 +34,8 @@ export interface AuthOptions {
   cacheTtlMs: number;
   maxEntries?: number;
   requestTimeoutMs?: number;
+  /** What verifying callers may cost the API server (review-budget.ts); its defaults when absent. */
+  budget?: ReviewBudget;
 }
 
 type Who = { user: UserInfo } | { error: DomainError };
@@ -48,6 +52,7 @@ export function authMiddleware(opts: AuthOptions): Middleware {
   const accepted = [...named, ...(apiServer ? ["the API server's"] : [])].join(" or ");
   const { verb, group, resource } = opts.rule;
   const single = opts.singlePermission ?? false;
+  const budget = opts.budget ?? new ReviewBudget();
 
   // Transient failures (the loads throw) are not cached: the next call asks again.
   async function ask<T>(what: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -82,7 +87,14 @@ export function authMiddleware(opts: AuthOptions): Middleware {
     const token = m[1]!;
     if (token.length > MAX_TOKEN_LENGTH) throw unauthenticated("bearer token too long");
     const key = createHash("sha256").update(token).digest("hex");
-    const who = await users.get(key, () => authenticate(token));
+    const who = await users.get(key, (shared) =>
+      budget.review(
+        key,
+        shared,
+        () => authenticate(token),
+        (w) => !("error" in w),
+      ),
+    );
     if ("error" in who) throw who.error;
     const access = accessOf(ctx.method);
     if (access.kind === "unknown") throw permissionDenied(`service ${access.service} belongs to no authorization family; no caller may call it`);

@@ -1,5 +1,5 @@
-// At most `max` driver calls at once, a bounded FIFO of waiters beyond that, and a clear
-// RESOURCE_EXHAUSTED past it. A waiter that gives up (cancel, deadline) leaves the queue at once.
+// At most `max` calls at once (driver calls; the reviews that verify callers), a bounded FIFO of
+// waiters beyond that, and a clear RESOURCE_EXHAUSTED past it. A waiter that gives up (cancel, deadline) leaves the queue at once.
 import { cancelledBy, resourceExhausted } from "../errors.js";
 
 export class Limiter {
@@ -9,6 +9,9 @@ export class Limiter {
   constructor(
     private readonly max: number,
     private readonly maxQueue: number,
+    /** What is limited, as the refusal names it. */
+    private readonly what = "driver calls",
+    private readonly slot = "a driver slot",
   ) {}
 
   get inflight(): number {
@@ -30,7 +33,7 @@ export class Limiter {
       return Promise.resolve();
     }
     if (this.waiters.length >= this.maxQueue) {
-      return Promise.reject(resourceExhausted(`too many driver calls: ${this.max} in flight and ${this.maxQueue} waiting; retry later`));
+      return Promise.reject(resourceExhausted(`too many ${this.what}: ${this.max} in flight and ${this.maxQueue} waiting; retry later`));
     }
     return new Promise<void>((resolve, reject) => {
       const waiter = {
@@ -43,7 +46,7 @@ export class Limiter {
       const onAbort = () => {
         const i = this.waiters.indexOf(waiter);
         if (i >= 0) this.waiters.splice(i, 1);
-        reject(cancelledBy(signal, "call cancelled while waiting for a driver slot"));
+        reject(cancelledBy(signal, `call cancelled while waiting for ${this.slot}`));
       };
       signal.addEventListener("abort", onAbort, { once: true });
       this.waiters.push(waiter);

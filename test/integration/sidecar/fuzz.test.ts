@@ -19,6 +19,7 @@ import { waitFor } from "../../support/wait.js";
 import { rawUnary } from "../../support/grpc.js";
 import { baseObjects, pv, upstreamCrdFile, volumeAttachment } from "../../support/fixtures.js";
 import { GetVolumeHealthRequest, HealVolumeRequest } from "../../../proto/gen/sidecar/v1/healer.js";
+import { FAILED_BURST, FAILED_PER_SECOND } from "../../../sidecar/auth/review-budget.js";
 import {
   AUDIENCE,
   HEALER_USER,
@@ -135,6 +136,15 @@ const totals = new Map<string, number>();
 /** undefined when the outcome is the expected one, else a description for the failure message. */
 function expectCode(got: { code: grpc.status; details: string }, want: grpc.status, input: string): string | undefined {
   return got.code === want ? undefined : `${input}: got ${grpc.status[got.code]} (${got.details}), want ${grpc.status[want]}`;
+}
+
+/** The review budget's refusal (review-budget.ts): a token never seen valid, while invalid ones flood in. */
+const BUDGET_SPENT = /^too many invalid tokens lately/;
+
+/** A token the sidecar must review: `want`, or the budget's refusal once invalid tokens have spent it. */
+function expectReviewed(got: { code: grpc.status; details: string }, want: grpc.status, input: string): string | undefined {
+  if (got.code === grpc.status.RESOURCE_EXHAUSTED && BUDGET_SPENT.test(got.details)) return undefined;
+  return expectCode(got, want, input);
 }
 
 const show = (s: string) => (s.length > 80 ? `${JSON.stringify(s.slice(0, 80))}… (${s.length} chars)` : JSON.stringify(s));
@@ -649,9 +659,15 @@ describe("hostile input: the sidecar never crashes, answers each request with th
   test("missing, malformed, garbage, expired, wrong-audience, not-allowed and huge tokens", async () => {
     const c = client(on);
     const r0 = (r: Rng, n: number) => TOKEN_MARKER + r.ascii(n);
+    const reviews = () => kube.counters.get("create", "tokenreviews");
+    const reviewsBefore = reviews();
+    const started = Date.now();
+    let refusedUnreviewed = 0;
     await fuzz("tokens", { count: 800, ms: 60_000, concurrency: 16 }, async (r) => {
       let md: Record<string, string>;
       let want = grpc.status.UNAUTHENTICATED;
+      // A well-formed bearer token: reviewed (or refused by the budget), not refused by its form.
+      let reviewed = false;
       const kind = r.int(9);
       switch (kind) {
         case 0:
@@ -665,16 +681,20 @@ describe("hostile input: the sidecar never crashes, answers each request with th
           break;
         case 3:
           md = { authorization: `${r.pick(["Bearer", "bearer", "BEARER"])} ${r0(r, r.range(1, 4_000))}` };
+          reviewed = true;
           break;
         case 4:
           md = { authorization: `Bearer ${r0(r, r.range(4_000, 15_000))}` };
+          reviewed = true;
           break;
         case 5:
           md = { authorization: `Bearer ${r.pick([EXPIRED_TOKEN, OTHER_AUDIENCE_TOKEN])}` };
+          reviewed = true;
           break;
         case 6:
           md = { authorization: `Bearer ${NOT_ALLOWED_TOKEN}` };
           want = grpc.status.PERMISSION_DENIED;
+          reviewed = true;
           break;
         case 7:
           md = { authorization: `Bearer ${r0(r, r.range(MAX_METADATA + 100, 64_000))}` };
@@ -686,12 +706,20 @@ describe("hostile input: the sidecar never crashes, answers each request with th
       }
       const heal = r.chance(0.5);
       const body = heal ? encodeHeal(REAL_PV, r.int(2)) : encodeHealth(REAL_PV);
-      return expectCode(await rawUnary(c, heal ? METHODS.heal : METHODS.health, body, md), want, `token class ${kind}`);
+      const got = await rawUnary(c, heal ? METHODS.heal : METHODS.health, body, md);
+      if (got.code === grpc.status.RESOURCE_EXHAUSTED && BUDGET_SPENT.test(got.details)) refusedUnreviewed++;
+      return reviewed ? expectReviewed(got, want, `token class ${kind}`) : expectCode(got, want, `token class ${kind}`);
     });
+    // Hundreds of tokens never seen valid cost a bounded number of TokenReviews: the budget's burst
+    // and its rate over the time taken (review-budget.ts), whatever the rate they came at.
+    const spent = reviews() - reviewsBefore;
+    const most = FAILED_BURST + Math.ceil(((Date.now() - started) / 1000) * FAILED_PER_SECOND) + 1;
+    assert.ok(spent <= most, `${spent} TokenReviews for the token classes, at most ${most} allowed`);
+    assert.ok(refusedUnreviewed > 0, "the flood was refused without a review once the budget was spent");
     await fuzz("identity pass-through without a valid token", { count: 150, ms: 20_000, concurrency: 16 }, async (r) => {
       const md: Record<string, string> = r.chance(0.3) ? {} : { authorization: `Bearer ${r0(r, r.range(1, 500))}` };
       const path = `/identity.Identity/${r.pick(["GetIdentity", "GetCapabilities", "Probe"])}`;
-      return expectCode(await rawUnary(c, path, r.bytes(r.range(0, 200)), md), grpc.status.UNAUTHENTICATED, path);
+      return expectReviewed(await rawUnary(c, path, r.bytes(r.range(0, 200)), md), grpc.status.UNAUTHENTICATED, path);
     });
     await assertAlive(on);
   });
