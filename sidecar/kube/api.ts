@@ -120,6 +120,8 @@ export interface UserInfo {
   username: string;
   uid?: string;
   groups?: string[];
+  /** The authenticator's extra (a bound token's pod and node, a scoped token's scopes): passed on to the SubjectAccessReview. */
+  extra?: Record<string, string[]>;
 }
 
 export interface KubeApi {

@@ -67,7 +67,11 @@ export function createKubeApi(t: KubeTransport): KubeApi {
 
     reviewToken: async (token, audiences, signal) => {
       const review = await t.request<{
-        status?: { authenticated?: boolean; audiences?: string[]; user?: { username?: string; uid?: string; groups?: string[] } };
+        status?: {
+          authenticated?: boolean;
+          audiences?: string[];
+          user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+        };
       }>(
         "POST",
         "/apis/authentication.k8s.io/v1/tokenreviews",
@@ -80,7 +84,7 @@ export function createKubeApi(t: KubeTransport): KubeApi {
       // API says the token is valid for the API server's audience: not ours either (with
       // --auth-audience=...,@api-server that is reviewed, and accepted, on its own).
       if (audiences && !st.audiences?.some((a) => audiences.includes(a))) return undefined;
-      return { username: st.user.username, uid: st.user.uid, groups: st.user.groups };
+      return { username: st.user.username, uid: st.user.uid, groups: st.user.groups, ...(st.user.extra ? { extra: st.user.extra } : {}) };
     },
     reviewAccess: async (user, attrs, signal) => {
       const review = await t.request<{ status?: { allowed?: boolean } }>(
@@ -89,7 +93,8 @@ export function createKubeApi(t: KubeTransport): KubeApi {
         {
           apiVersion: "authorization.k8s.io/v1",
           kind: "SubjectAccessReview",
-          spec: { user: user.username, uid: user.uid, groups: user.groups, resourceAttributes: attrs },
+          // The extra too: an authorizer that reads it (a scoped token's scopes) judges the token, not its whole user.
+          spec: { user: user.username, uid: user.uid, groups: user.groups, ...(user.extra ? { extra: user.extra } : {}), resourceAttributes: attrs },
         },
         signal,
       );

@@ -17,6 +17,7 @@ kubeSuite({ crdFiles: [upstreamCrdFile], requireRbac: true }, async (k) => {
   api.auth.addToken("caller-token", { username: "controller", audiences: ["csi-addons"] });
   api.auth.addToken("old-token", { username: "bob", expired: true });
   api.auth.addToken("multi-token", { username: "carol", audiences: ["csi-addons", "healer"] });
+  api.auth.addToken("bound-token", { username: "dave", audiences: ["csi-addons"], extra: { "authentication.kubernetes.io/pod-uid": ["p-1"] } });
   user = clients(api.writeKubeconfig("user-token", "alice"));
   await api.create(csiNode("existing"));
 });
@@ -112,6 +113,12 @@ describe("TokenReview", () => {
     assert.deepEqual({ ...legacy.status?.user }, { username: "alice", uid: "u-1", groups: ["team", "system:authenticated"] });
   });
 
+  test("the user's extra (a bound token's pod) is in the review's user", async () => {
+    const r = await review("bound-token", ["csi-addons"]);
+    assert.deepEqual({ ...r.status?.user }.extra, { "authentication.kubernetes.io/pod-uid": ["p-1"] });
+    assert.equal({ ...(await review("caller-token", ["csi-addons"])).status?.user }.extra, undefined, "none without one");
+  });
+
   test("with spec.audiences: authenticated for the intersection with the token's audiences, else not at all", async () => {
     const both = await review("multi-token", ["other", "csi-addons", "healer"]);
     assert.equal(both.status?.authenticated, true);
@@ -176,6 +183,25 @@ describe("SubjectAccessReview", () => {
       assert.equal((await sar("mallory", [], attrs)).status?.allowed, false);
       assert.equal((await sar("mallory", ["healers"], { namespace: "csi", verb: "get", group: G, resource: P })).status?.allowed, true);
       assert.equal((await sar("mallory", ["healers"], { namespace: "default", verb: "get", group: G, resource: P })).status?.allowed, false);
+    } finally {
+      api.auth.clearRules();
+    }
+  });
+
+  test("a rule that reads the user's extra (an authorizer beside RBAC) grants only to a review whose spec.extra holds it", async () => {
+    api.auth.allow("scoped", { verbs: ["call"], apiGroups: [G], resources: [`${P}/heal`], extra: { scope: "heal" } });
+    try {
+      const spec = (extra?: Record<string, string[]>) => ({
+        user: "scoped",
+        ...(extra ? { extra } : {}),
+        resourceAttributes: { namespace: "csi", verb: "call", group: G, resource: P, subresource: "heal" },
+      });
+      const allowed = async (extra?: Record<string, string[]>) =>
+        (await admin.authz.createSubjectAccessReview({ body: { apiVersion: "authorization.k8s.io/v1", kind: "SubjectAccessReview", spec: spec(extra) } }))
+          .status?.allowed;
+      assert.equal(await allowed({ scope: ["heal"] }), true);
+      assert.equal(await allowed({ scope: ["read"] }), false);
+      assert.equal(await allowed(), false, "without the extra the rule does not apply");
     } finally {
       api.auth.clearRules();
     }

@@ -13,6 +13,8 @@ export interface TokenUser {
   uid?: string;
   groups?: string[];
   audiences?: string[];
+  /** The authenticator's extra (a bound token's pod and node, a scoped token's scopes). */
+  extra?: Record<string, string[]>;
   expired?: boolean;
   /** Epoch ms after which the token is refused (TokenRequest's expirationTimestamp). */
   expiresAt?: number;
@@ -25,11 +27,18 @@ export interface Rule {
   resources: string[];
   resourceNames?: string[];
   namespace?: string;
+  /**
+   * Granted only to a user whose extra holds each key with that value: an authorizer beside RBAC
+   * that reads the user's extra, as a webhook authorizer or OpenShift's scoped tokens do (RBAC
+   * itself never reads it). Absent: RBAC's rule, whatever the extra.
+   */
+  extra?: Record<string, string>;
 }
 export interface Subject {
   username: string;
   uid?: string;
   groups: string[];
+  extra?: Record<string, string[]>;
 }
 
 /** What is being done, as an authorizer sees it (resource includes "/subresource"). */
@@ -106,7 +115,7 @@ export class Auth {
     if (granted.length === 0) return { error: `token audiences ${JSON.stringify(held)} is invalid for the target audiences ${JSON.stringify(wanted)}` };
     const groups = [...(u.groups ?? [])];
     if (!groups.includes("system:authenticated")) groups.push("system:authenticated");
-    return { subject: { username: u.username, uid: u.uid, groups }, audiences: granted };
+    return { subject: { username: u.username, uid: u.uid, groups, ...(u.extra ? { extra: u.extra } : {}) }, audiences: granted };
   }
 
   /** The identity behind an Authorization header, or undefined (→ 401). */
@@ -120,7 +129,7 @@ export class Auth {
     if (s.groups.includes("system:masters")) return true;
     if (a.kind === "path") return s.groups.includes("system:authenticated") && discoveryPaths.some((re) => re.test(a.path));
     const rules = [s.username, ...s.groups].flatMap((k) => this.rules.get(k) ?? []);
-    return rules.some((r) => ruleMatches(r, a));
+    return rules.some((r) => ruleMatches(r, a) && extraMatches(r, s));
   }
 
   /** The reason text of a real 403: `User "u" cannot <verb> resource "<res>" in API group "<g>" ...`. */
@@ -132,6 +141,10 @@ export class Auth {
 }
 
 const has = (list: string[], v: string) => list.includes("*") || list.includes(v);
+
+function extraMatches(r: Rule, s: Subject): boolean {
+  return Object.entries(r.extra ?? {}).every(([k, v]) => s.extra?.[k]?.includes(v) === true);
+}
 
 function ruleMatches(r: Rule, a: Extract<Attributes, { kind: "resource" }>): boolean {
   if (!has(r.verbs, a.verb) || !has(r.apiGroups, a.group)) return false;

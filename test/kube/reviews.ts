@@ -14,6 +14,7 @@ function tokenReview(auth: Auth, body: Obj): Obj {
   if (r.subject) {
     const user: Obj = { username: r.subject.username, groups: r.subject.groups };
     if (r.subject.uid) user.uid = r.subject.uid;
+    if (r.subject.extra) user.extra = r.subject.extra;
     status.user = user;
     status.audiences = r.audiences;
   } else {
@@ -42,7 +43,8 @@ function accessReview(t: ResourceType, auth: Auth, body: Obj, who: Subject | und
   if (!subject) {
     const groups = Array.isArray(spec.groups) ? (spec.groups as string[]) : [];
     if (!spec.user && groups.length === 0) errs.push(invalid("spec.user", "", "at least one of user or group must be specified"));
-    subject = { username: String(spec.user ?? ""), groups };
+    const extra = isObject(spec.extra) ? (spec.extra as Record<string, string[]>) : undefined;
+    subject = { username: String(spec.user ?? ""), groups, ...(extra ? { extra } : {}) };
   }
   if (errs.length > 0) throw invalidObject(groupKind(t), "", errs);
   const allowed = auth.allowed(subject, attributesOf(spec));

@@ -27,6 +27,8 @@ import { nodeAudience } from "../../../common/auth/audience.js";
 const AUDIENCE = "csi-addons-healer";
 /** The audience the main sidecar accepts by default (@node): its node's, node-1. */
 const NODE_AUD = nodeAudience("node-1");
+/** The extra key of a scoped token's scopes (as OpenShift's scoped tokens carry them). */
+const SCOPES = "scopes.authorization.openshift.io";
 const HEALER_USER = "system:serviceaccount:csi-addons-healer:healer-controller";
 const UPSTREAM_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager";
 const CSIADDONS = "csiaddons.openshift.io";
@@ -56,6 +58,16 @@ describe("caller authentication and authorization", () => {
     kube.auth.addToken("expired-token", { username: HEALER_USER, audiences: [NODE_AUD], expired: true });
     kube.auth.addToken("bob-token", { username: "bob", audiences: [NODE_AUD] });
     kube.auth.addToken("updater-token", { username: "updater", audiences: [NODE_AUD] });
+    // Scoped tokens of one user: an authorizer that reads the token's extra allows heal to one scope only.
+    kube.auth.addToken("scoped-heal-token", { username: "scoped", audiences: [NODE_AUD], extra: { [SCOPES]: ["heal"] } });
+    kube.auth.addToken("scoped-read-token", { username: "scoped", audiences: [NODE_AUD], extra: { [SCOPES]: ["read"] } });
+    kube.auth.allow("scoped", {
+      verbs: ["call"],
+      apiGroups: [CSIADDONS],
+      resources: ["csiaddonsnodes/heal"],
+      namespace: NAMESPACE,
+      extra: { [SCOPES]: "heal" },
+    });
     // The audience every sidecar accepted before per-node tokens: no longer this node's.
     kube.auth.addToken("shared-audience-token", { username: HEALER_USER, audiences: [AUDIENCE] });
     kube.auth.addToken("upstream-token", { username: UPSTREAM_USER, groups: ["system:serviceaccounts"], audiences: [KUBE_API_AUDIENCE] });
@@ -122,6 +134,12 @@ describe("caller authentication and authorization", () => {
       details: /user bob may not call csiaddonsnodes\/heal \(API group csiaddons\.openshift\.io\) in namespace csi/,
     },
     {
+      name: "a scoped token whose scope does not allow it (its user's other token would be)",
+      md: bearer("scoped-read-token"),
+      code: "PERMISSION_DENIED",
+      details: /user scoped may not call csiaddonsnodes\/heal/,
+    },
+    {
       name: "the old default permission (update csiaddonsnodes)",
       md: bearer("updater-token"),
       code: "PERMISSION_DENIED",
@@ -146,6 +164,13 @@ describe("caller authentication and authorization", () => {
       assert.equal(stub.calls({ method: "NodeGetVolumeHealth" }).length, before);
     });
   }
+
+  test("a scoped token is judged with its extra: the SubjectAccessReview carries it, and the scope that allows heal gets through", async () => {
+    const client = healer();
+    const r = await call(client, client.getVolumeHealth, { pvName: "pv-a" }, { metadata: bearer("scoped-heal-token") });
+    client.close();
+    assert.ok(r.ok, JSON.stringify(r));
+  });
 
   test("allowed caller: the call works; decisions are cached", async () => {
     const client = healer();
