@@ -165,7 +165,7 @@ export class HealController {
       clearTimeout(st?.timer);
       this.nodes.delete(s.key);
       this.deps.pass.pool.forget(s.key);
-      this.noteHealer(s, undefined);
+      this.noteHealer(s, undefined, true);
       // Else an alert on this node's abnormal volumes would never clear.
       this.deps.metrics.volumesAbnormal.remove({ driver: s.driver, node: s.nodeId });
       return;
@@ -287,13 +287,16 @@ export class HealController {
     return pass.start();
   }
 
-  /** Whether the sidecar's driver heals (`skipped` undefined) or why not: told when it changes, counted by driver. */
-  private noteHealer(s: SidecarInfo, skipped: string | undefined): void {
+  /**
+   * Whether the sidecar's driver heals (`skipped` undefined) or why not: told when it changes,
+   * counted by driver; `gone`: its CSIAddonsNode was deleted, so it is only no longer counted.
+   */
+  private noteHealer(s: SidecarInfo, skipped: string | undefined, gone = false): void {
     const was = this.notHealing.get(s.key);
     if (skipped === undefined) {
       if (!was) return;
       this.notHealing.delete(s.key);
-      this.deps.logger.info("driver offers VolumeHealer now; checking its volumes again", { sidecar: s.key, node: s.nodeId, driver: s.driver });
+      if (!gone) this.deps.logger.info("driver offers VolumeHealer now; checking its volumes again", { sidecar: s.key, node: s.nodeId, driver: s.driver });
       const st = this.nodes.get(s.key);
       if (st && !st.timer && !s.deleting) this.schedulePeriodic(s.key, st);
     } else {
