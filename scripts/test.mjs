@@ -21,9 +21,11 @@ import { buildStale } from "./build-fresh.mjs";
 const root = new URL("..", import.meta.url).pathname;
 const args = process.argv.slice(2);
 const tierArg = args.find((a) => a.startsWith("--tier="))?.slice("--tier=".length);
-const stressArg = args.find((a) => a === "--stress" || a.startsWith("--stress="));
+const isStress = (a) => a === "--stress" || a.startsWith("--stress=");
+// The last one counts: `npm run test:stress -- --stress=4` passes "--stress" first.
+const stressArg = args.filter(isStress).at(-1);
 const filters = args.filter((a) => !a.startsWith("--"));
-const runnerOptions = args.filter((a) => a.startsWith("--") && !a.startsWith("--tier=") && a !== stressArg);
+const runnerOptions = args.filter((a) => a.startsWith("--") && !a.startsWith("--tier=") && !isStress(a));
 
 const cores = availableParallelism();
 /**

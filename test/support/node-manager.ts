@@ -2,7 +2,7 @@
 // with its time: the set-up test/unit/sidecar/node/manager*.test.ts share (two files, so that
 // their real backoffs run side by side). useNodeManagerHarness() registers the hooks, once per
 // process; `api` and `real` are live bindings, set once its before() ran.
-import { after, afterEach, before } from "node:test";
+import { after, afterEach, before, beforeEach } from "node:test";
 import type { KubeApi as TestKube } from "../kube/index.js";
 import { createKubeApi } from "../../sidecar/kube/client.js";
 import type { KubeApi } from "../../sidecar/kube/api.js";
@@ -26,17 +26,24 @@ const managers: CSIAddonsNodeManager[] = [];
 
 let registered = false;
 
-/** Once per process: two files of these tests run in one process (--test-isolation=none) share one API. */
+/** Once per process: two files of these tests in one process (--test-isolation=none) share one API. */
 export function useNodeManagerHarness(): void {
   if (registered) return;
   registered = true;
   before(async () => {
     api = await startTestKube();
+  });
+  // A connection per test: a request a closed manager had already sent still reaches the server,
+  // and counted there it would be taken for the next test's (seen under load). Once the server has
+  // closed the connection, nothing more of the test before can arrive.
+  beforeEach(async () => {
     transport = new KubeTransport(await kubeconfigEndpoint(api.kubeconfigPath));
     real = createKubeApi(transport);
   });
   afterEach(async () => {
     for (const m of managers.splice(0)) m.close();
+    transport?.close();
+    await waitFor("the test's connections to the API closed", () => api.connectionsOpen() === 0);
     api.faults.clear();
     const o = stored();
     if (o) {
@@ -46,7 +53,6 @@ export function useNodeManagerHarness(): void {
     api.counters.reset();
   });
   after(async () => {
-    transport?.close();
     await api?.stop();
   });
 }

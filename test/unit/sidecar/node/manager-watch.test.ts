@@ -114,7 +114,7 @@ test("the periodic check failing: the outage logged once when it starts (warn) a
 test("a watch that keeps failing from its resourceVersion (six times in a row) starts over from a read and a write", async () => {
   const { m, callsOf, methods } = await watchDroppedThenFailing(6);
   await waitFor("the object read and written again", () => callsOf("replaceCSIAddonsNode").length === 1, { timeoutMs: 20_000 });
-  await waitFor("watching from the write", () => callsOf("watchCSIAddonsNode").length === 8);
+  await waitFor("watching from the write", () => callsOf("watchCSIAddonsNode").length >= 8);
   // Dropped, then six failed watches from the old resourceVersion; then one from the new write.
   const all = methods();
   assert.equal(all.slice(0, all.indexOf("replaceCSIAddonsNode")).filter((x) => x === "watchCSIAddonsNode").length, 7);
@@ -123,15 +123,17 @@ test("a watch that keeps failing from its resourceVersion (six times in a row) s
 
 test("failed watches are counted in a row only: three, then a watch that delivers an event, then five more do not start over from a read and a write", async () => {
   const { m, callsOf } = await watchDroppedThenFailing(3);
-  await waitFor("the watch back after three failures", () => callsOf("watchCSIAddonsNode").length === 5);
+  // At least: a watch that stands may still end (and be resumed) before the next step looks.
+  await waitFor("the watch back after three failures", () => callsOf("watchCSIAddonsNode").length >= 5);
   // An event through the resumed watch: deleted and, once the manager saw it, made again.
   api.delete(CAN, "CSIAddonsNode", NAMESPACE, CSI_ADDONS_NODE_NAME);
   await waitFor("made again", () => callsOf("createCSIAddonsNode").length === 2 && stored() !== undefined);
   const reads = callsOf("getCSIAddonsNode").length;
+  const watches = callsOf("watchCSIAddonsNode").length;
   // Five: one short of starting over, counted from 0 again after the event.
   api.faults.failNext(5, 500, { verb: "watch", resource: "csiaddonsnodes" });
   api.faults.dropWatches();
-  await waitFor("the watch back after five more failures", () => callsOf("watchCSIAddonsNode").length === 11, { timeoutMs: 20_000 });
+  await waitFor("the watch back after five more failures", () => callsOf("watchCSIAddonsNode").length >= watches + 6, { timeoutMs: 20_000 });
   assert.equal(callsOf("replaceCSIAddonsNode").length, 0, "eight failures, but not six in a row: no rewrite");
   assert.equal(callsOf("getCSIAddonsNode").length, reads, "and no read");
   assert.ok(m.presence.condition.ok);
