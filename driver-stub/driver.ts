@@ -18,6 +18,8 @@ export interface Driver {
   info: DriverInfo;
   store: StateStore;
   locks: VolumeLocks;
+  /** Target paths a FUSE-like heal left with the dead mount: they stay so until their pod goes (a new pod, a new path). */
+  staleTargets: Set<string>;
 }
 
 /** GetIdentity (addons) and GetPluginInfo (CSI) describe the same driver the same way. */

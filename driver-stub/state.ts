@@ -11,6 +11,13 @@ const isDelay = (v: unknown): v is number => typeof v === "number" && Number.isF
 
 export type HealthStateName = "HEALTHY" | "ABNORMAL" | "UNSUPPORTED";
 export type HealOutcome = "SUCCEED" | "FAIL" | "NOT_HEALABLE";
+/**
+ * How a re-made data path reaches the pods already running on the volume: "reattach" (rbd-nbd
+ * style: the same device comes back under the pods' unchanged mounts, so they recover in place);
+ * "fuse" (ceph-fuse style: a new mount is made, which reaches a running container only through
+ * HostToContainer or Bidirectional mount propagation; the others keep the dead one).
+ */
+export type DataPath = "reattach" | "fuse";
 
 export interface VolumeSpec {
   state?: HealthStateName;
@@ -22,6 +29,13 @@ export interface VolumeSpec {
   delayMs?: number;
   /** Answers ABORTED as if a NodeStage held the volume's lock. */
   locked?: boolean;
+  /** Default "reattach". */
+  dataPath?: DataPath;
+  /**
+   * The target paths published on this node; a heal's target not listed is NOT_MOUNTED. Unset:
+   * every target a heal names counts as published (the stub serves no NodePublishVolume to know).
+   */
+  published?: string[];
 }
 
 /**
@@ -60,7 +74,7 @@ export interface StubState extends AddonsState {
   volumes?: Record<string, VolumeSpec>;
 }
 
-export type Volume = Required<VolumeSpec>;
+export type Volume = Required<Omit<VolumeSpec, "published">> & { published: readonly string[] | undefined };
 
 /** The state with every default applied: what the handlers read. */
 export interface ResolvedState {
@@ -73,10 +87,12 @@ export interface ResolvedState {
 
 export const HEALTH_STATES: readonly HealthStateName[] = ["HEALTHY", "ABNORMAL", "UNSUPPORTED"];
 export const HEAL_OUTCOMES: readonly HealOutcome[] = ["SUCCEED", "FAIL", "NOT_HEALABLE"];
+export const DATA_PATHS: readonly DataPath[] = ["reattach", "fuse"];
+const isStringList = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === "string");
 
 function parseVolume(raw: unknown, where: string): VolumeSpec {
   if (!isObject(raw)) throw new StateFormatError(`${where}: expected an object`);
-  onlyKeys(raw, ["state", "reason", "message", "heal", "delayMs", "locked"], where);
+  onlyKeys(raw, ["state", "reason", "message", "heal", "delayMs", "locked", "dataPath", "published"], where);
   return {
     state: optional(raw, "state", where, oneOf(HEALTH_STATES), HEALTH_STATES.join("|")),
     reason: optional(raw, "reason", where, isString, "a string"),
@@ -84,6 +100,8 @@ function parseVolume(raw: unknown, where: string): VolumeSpec {
     heal: optional(raw, "heal", where, oneOf(HEAL_OUTCOMES), HEAL_OUTCOMES.join("|")),
     delayMs: optional(raw, "delayMs", where, isDelay, "a number >= 0"),
     locked: optional(raw, "locked", where, isBool, "a boolean"),
+    dataPath: optional(raw, "dataPath", where, oneOf(DATA_PATHS), DATA_PATHS.join("|")),
+    published: optional(raw, "published", where, isStringList, "a list of strings"),
   };
 }
 
@@ -132,6 +150,8 @@ export function resolveVolume(v: VolumeSpec): Volume {
       heal: v.heal ?? "SUCCEED",
       delayMs: v.delayMs ?? 0,
       locked: v.locked ?? false,
+      dataPath: v.dataPath ?? "reattach",
+      published: v.published,
     };
     resolvedVolumes.set(v, resolved);
   }

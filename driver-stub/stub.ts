@@ -60,6 +60,7 @@ export async function startStub(config: StubConfig, out: Output): Promise<Runnin
     info: { name: config.name, vendorVersion: packageVersion(), bootId: randomUUID(), hideBootId: config.noBootId },
     store,
     locks: new VolumeLocks(),
+    staleTargets: new Set(),
   };
   const addons = new Server();
   const written = () => store.written();

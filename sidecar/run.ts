@@ -17,6 +17,7 @@ import { createHealerService } from "./relay/healer-service.js";
 import { Limiter } from "./relay/limiter.js";
 import { NodeCache } from "./relay/node-cache.js";
 import { PodClaims } from "./relay/pod-claims.js";
+import { kubeletRootOf } from "./relay/names.js";
 import { PvCache } from "./relay/pv-cache.js";
 import { SecretCache } from "./relay/secret-cache.js";
 import { AttachRequired } from "./relay/attach-required.js";
@@ -56,6 +57,14 @@ export async function startSidecar(config: Config, logger: Logger, kube: KubeApi
 
   const nodes = new NodeCache(kube, config.nodeId, logger);
   const pods = new PodClaims(kube, config.nodeId, logger);
+  if (kubeletRootOf(config.stagingPath) === undefined) {
+    logger.warn(
+      "--stagingpath does not end in plugins/kubernetes.io/csi, the kubelet's layout: heals name no pod targets, and the driver cannot say which pods are whole again",
+      {
+        stagingpath: config.stagingPath,
+      },
+    );
+  }
   const pvs = new PvCache(kube, config.pvCacheTtlMs, logger);
   // One bound on driver calls and one secret cache for healing and the upstream services alike.
   const limiter = new Limiter(config.maxInflight, config.maxQueue);

@@ -8,9 +8,9 @@ import { status } from "@grpc/grpc-js";
 import type { Logger } from "../../common/log/logger.js";
 import { delay, type Sleep } from "../../common/util/delay.js";
 import { backoffMs, isRetryable } from "../plan/retry.js";
-import { canRun } from "../plan/trigger.js";
 import { withVolumes } from "../plan/volumes.js";
 import type { HealerCapabilities, Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
+import { canRun, reasonOf } from "../plan/trigger.js";
 import type { Reporter } from "../report/reporter.js";
 import { CallError } from "../../common/grpc/call-error.js";
 import { KubeRequestError } from "../kube/api.js";
@@ -233,8 +233,8 @@ export class HealPass {
     const t0 = Date.now();
     const base = { sidecar, pv, trigger, mode, attempt };
     try {
-      const a = await conn.heal(pv.name, mode, this.deps.retry.healTimeoutMs, this.calls.signal);
-      this.deps.reporter.outcome({ ...base, durationMs: Date.now() - t0, result: a.result, health: a.health, message: a.message });
+      const a = await conn.heal(pv.name, mode, reasonOf(trigger, mode), this.deps.retry.healTimeoutMs, this.calls.signal);
+      this.deps.reporter.outcome({ ...base, durationMs: Date.now() - t0, result: a.result, health: a.health, message: a.message, pods: a.pods });
       this.settle(pv.name, a.result, a.health === "ABNORMAL");
     } catch (err) {
       const code = err instanceof CallError ? err.code : status.INTERNAL;

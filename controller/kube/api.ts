@@ -23,7 +23,7 @@ export interface ClusterView extends EventEmitter<ClusterEvents> {
 export interface EventRecord {
   /** The object the event is about. */
   involved:
-    | { kind: "PersistentVolume" | "PersistentVolumeClaim"; namespace: string | undefined; name: string; uid: string | undefined; apiVersion: "v1" }
+    | { kind: "PersistentVolume" | "PersistentVolumeClaim" | "Pod"; namespace: string | undefined; name: string; uid: string | undefined; apiVersion: "v1" }
     | { kind: "CSIAddonsNode"; namespace: string; name: string; uid: string; apiVersion: "csiaddons.openshift.io/v1alpha1" };
   /** The PV, when the event is on its claim (the Event's `related`). */
   related?: { kind: "PersistentVolume"; name: string; uid: string | undefined; apiVersion: "v1" };

@@ -1,5 +1,5 @@
 // DESIGN 7.2: when a sidecar's volumes must be healed, and how.
-import type { Mode, SidecarInfo, Trigger } from "./types.js";
+import type { Mode, Reason, SidecarInfo, Trigger } from "./types.js";
 
 export const CREATED_BY_POD_UID = "sidecar.csiaddons.openshift.io/createdByPodUID";
 export const DRIVER_RESTARTED_AT = "sidecar.csiaddons.openshift.io/driverRestartedAt";
@@ -64,4 +64,10 @@ export function restartTime(annotations: Readonly<Record<string, string>>, previ
 /** The one capability a mode needs (health checks only for IF_ABNORMAL). */
 export function canRun(mode: Mode, caps: { healVolume: boolean; getVolumeHealth: boolean }): boolean {
   return caps.healVolume && (mode === "ALWAYS" || caps.getVolumeHealth);
+}
+
+/** A heal's reason, from what started it: a check-first heal heals only what its check found broken. */
+export function reasonOf(trigger: Trigger, mode: Mode): Reason {
+  if (mode === "IF_ABNORMAL") return "VOLUME_ABNORMAL";
+  return trigger === "manual" ? "OPERATOR_REQUEST" : "DRIVER_RESTARTED";
 }

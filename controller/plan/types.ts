@@ -68,4 +68,18 @@ export interface HealerCapabilities {
 }
 
 export type Mode = "ALWAYS" | "IF_ABNORMAL";
+/** Why a heal is asked for (healer.v1.HealReason): what it obliges the driver to do. */
+export type Reason = "DRIVER_RESTARTED" | "VOLUME_ABNORMAL" | "OPERATOR_REQUEST";
+
+/** What one pod that uses a healed volume sees, as the driver answered for its target. */
+export interface PodAnswer {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** UNKNOWN: the driver did not answer for it (or answered something this controller does not know). */
+  state: "WHOLE_IN_PLACE" | "RESTART_NEEDED" | "NOT_MOUNTED" | "UNKNOWN";
+  reason: string;
+  message: string;
+}
+
 export type Trigger = "restart" | "reconnect" | "first-sight" | "periodic" | "manual";

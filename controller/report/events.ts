@@ -96,6 +96,11 @@ export class EventRecorder {
     this.enqueue({ involved: { kind: "PersistentVolumeClaim", apiVersion: "v1", namespace, name, uid }, related: onPv, type, reason, message });
   }
 
+  /** Queues the event on a Pod. Never throws or waits. */
+  pod(p: { namespace: string; name: string; uid: string }, type: EventRecord["type"], reason: string, message: string): void {
+    this.enqueue({ involved: { kind: "Pod", apiVersion: "v1", namespace: p.namespace, name: p.name, uid: p.uid }, type, reason, message });
+  }
+
   /** Queues the event on a sidecar's CSIAddonsNode. Never throws or waits. */
   sidecar(s: SidecarInfo, type: EventRecord["type"], reason: string, message: string): void {
     this.enqueue({

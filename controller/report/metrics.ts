@@ -14,6 +14,7 @@ export interface Metrics {
   sidecarsNotHealing: Gauge<"driver">;
   /** Sidecar endpoints not called: not verified as the sidecar of the node their CSIAddonsNode claims. */
   endpointsRefused: Counter<"driver" | "reason">;
+  podsAfterHeal: Counter<"driver" | "state">;
   eventsQueued: Gauge;
   /** Where the heal-work gauges read from (the heal controller, built after the metrics). */
   watchWaiting(source: () => readonly WaitingWork[]): void;
@@ -98,6 +99,12 @@ export function createMetrics(connections: () => Record<string, number>): Metric
       name: "csi_addons_healer_sidecar_endpoints_refused_total",
       help: "CSIAddonsNode endpoints not called (no token, no call): not verified as the sidecar pod of the node the object claims, by reason",
       labelNames: ["driver", "reason"],
+      registers,
+    }),
+    podsAfterHeal: new Counter({
+      name: "csi_addons_healer_heal_pods_total",
+      help: "Pods using a healed volume, by what the driver said they see: WHOLE_IN_PLACE, RESTART_NEEDED (left with the dead mount until restarted), NOT_MOUNTED, UNKNOWN",
+      labelNames: ["driver", "state"],
       registers,
     }),
     eventsDropped: new Counter({

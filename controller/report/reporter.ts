@@ -1,7 +1,7 @@
 // One place that turns a heal decision into its reports: one JSON log line per decision (every
 // attempt, retry or not), and for final answers the metrics and the Events.
 import type { Logger } from "../../common/log/logger.js";
-import type { Mode, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
+import type { Mode, PodAnswer, PvInfo, SidecarInfo, Trigger } from "../plan/types.js";
 import type { EndpointRefusedError } from "../sidecars/verify.js";
 import type { EventRecorder } from "./events.js";
 import type { Metrics } from "./metrics.js";
@@ -17,6 +17,8 @@ export interface HealOutcome {
   result: string;
   health?: string;
   message: string;
+  /** Each pod on the node that uses the volume, as the driver answered (an answer only). */
+  pods?: readonly PodAnswer[];
   /** Set when the call will be tried again. */
   retryInMs?: number;
 }
@@ -49,6 +51,7 @@ export class Reporter {
     if (o.retryInMs !== undefined) return;
     this.metrics.heals.inc({ driver: s.driver, trigger: o.trigger, result: o.result });
     this.recordEvents(o);
+    this.recordPods(o);
   }
 
   /** The sidecar's driver does not offer VolumeHealer (told once, until that changes): nothing of it is checked or healed. */
@@ -74,6 +77,50 @@ export class Reporter {
     });
     this.metrics.endpointsRefused.inc({ driver: s.driver, reason: err.kind });
     this.events.sidecar(s, "Warning", "SidecarEndpointRefused", err.message);
+  }
+
+  /**
+   * What each pod sees after a heal that re-made the volume (HEALED): an Event on the pod (whole
+   * again, or to be restarted), one on the claim naming the pods to restart, a log line and a
+   * metric per pod. After any other answer nothing was re-made, and a pod's state is what it was.
+   */
+  private recordPods(o: HealOutcome): void {
+    if (o.result !== "HEALED" || !o.pods?.length) return;
+    const { sidecar: s, pv } = o;
+    const restart: string[] = [];
+    for (const p of o.pods) {
+      this.metrics.podsAfterHeal.inc({ driver: s.driver, state: p.state });
+      const fields = { node: s.nodeId, driver: s.driver, pv: pv.name, pod: `${p.namespace}/${p.name}`, pod_uid: p.uid, state: p.state, reason: p.reason };
+      const detail = p.message ? `: ${p.message}` : "";
+      if (p.state === "RESTART_NEEDED") {
+        restart.push(`${p.namespace}/${p.name}`);
+        this.logger.warn("pod must be restarted to see its healed volume", { ...fields, detail: p.message });
+        this.events.pod(
+          p,
+          "Warning",
+          "VolumeRestartNeeded",
+          `volume ${pv.name} was healed by ${s.driver} on node ${s.nodeId}, but this pod still sees the dead mount; restart the pod${detail}`,
+        );
+      } else if (p.state === "WHOLE_IN_PLACE") {
+        this.logger.info("pod sees its healed volume", fields);
+        this.events.pod(
+          p,
+          "Normal",
+          "VolumeWholeInPlace",
+          `volume ${pv.name} was healed by ${s.driver} on node ${s.nodeId}; this pod sees it working without a restart${detail}`,
+        );
+      } else {
+        this.logger.info("pod not told about its healed volume", { ...fields, detail: p.message });
+      }
+    }
+    if (restart.length) {
+      this.events.volume(
+        pv,
+        "Warning",
+        "PodsRestartNeeded",
+        `healed on node ${s.nodeId}, but ${restart.length} pod(s) still see the dead mount until restarted: ${restart.join(", ")}`,
+      );
+    }
   }
 
   private recordEvents(o: HealOutcome): void {

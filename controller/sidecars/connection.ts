@@ -7,9 +7,9 @@ import { HealthCheckResponse_ServingStatus as ServingStatus, HealthService } fro
 import { IdentityService, type GetCapabilitiesResponse } from "../../proto/gen/identity/identity.js";
 import { Capability_VolumeHealer_Type as HealerType } from "../../proto/gen/identity/identity.js";
 import { HealVolumeRequest_Mode, VolumeHealerService, type HealVolumeResponse } from "../../proto/gen/sidecar/v1/healer.js";
-import { NodeHealVolumeResponse_Result, VolumeHealth_State } from "../../proto/gen/healer/v1/healer.js";
+import { HealReason, NodeHealVolumeResponse_Result, TargetResult_State, VolumeHealth_State } from "../../proto/gen/healer/v1/healer.js";
 import { CallError, type MethodDef } from "../../common/grpc/call-error.js";
-import type { HealerCapabilities, Mode } from "../plan/types.js";
+import type { HealerCapabilities, Mode, PodAnswer, Reason } from "../plan/types.js";
 import { SidecarChannel } from "./channel.js";
 import type { ChannelSetup } from "./credentials.js";
 import { TokenUnavailableError } from "./node-tokens.js";
@@ -18,10 +18,14 @@ import { withDeadline } from "../../common/util/deadline.js";
 const HEALER_SERVICE = "sidecar.v1.VolumeHealer";
 
 export interface HealAnswer {
-  result: "HEALED" | "NOT_NEEDED" | "NOT_HEALABLE" | "RESULT_UNKNOWN";
+  result: "HEALED" | "NOT_NEEDED" | "NOT_HEALABLE" | "RESULT_UNSPECIFIED";
   health: string;
   message: string;
+  /** What each pod on the node that uses the volume sees now, as the driver answered. */
+  pods: PodAnswer[];
 }
+
+const POD_STATES = new Set<string>(["WHOLE_IN_PLACE", "RESTART_NEEDED", "NOT_MOUNTED"]);
 
 /** A health check's outcome; `reason` is the status it answered, or why there was no answer. */
 export type SidecarHealth = { state: "serving" } | { state: "not_serving" | "unreachable"; reason: string };
@@ -70,16 +74,27 @@ export class SidecarConnection {
   }
 
   /** An aborted `signal` cancels the call: it ends with a CallError CANCELLED, and the sidecar sees it cancelled. */
-  async heal(pvName: string, mode: Mode, timeoutMs: number, signal?: AbortSignal): Promise<HealAnswer> {
+  async heal(pvName: string, mode: Mode, reason: Reason, timeoutMs: number, signal?: AbortSignal): Promise<HealAnswer> {
     const res: HealVolumeResponse = await this.call(
       VolumeHealerService.healVolume,
-      { pvName, mode: mode === "ALWAYS" ? HealVolumeRequest_Mode.ALWAYS : HealVolumeRequest_Mode.IF_ABNORMAL },
+      { pvName, mode: mode === "ALWAYS" ? HealVolumeRequest_Mode.ALWAYS : HealVolumeRequest_Mode.IF_ABNORMAL, reason: HealReason[reason] },
       timeoutMs,
       true,
       signal,
     );
     const result = NodeHealVolumeResponse_Result[res.result] as HealAnswer["result"] | undefined;
-    return { result: result ?? "RESULT_UNKNOWN", health: VolumeHealth_State[res.health?.state ?? 0] ?? "STATE_UNKNOWN", message: res.message };
+    const pods = res.pods.map((p): PodAnswer => {
+      const state = TargetResult_State[p.state];
+      return {
+        namespace: p.namespace,
+        name: p.name,
+        uid: p.uid,
+        state: POD_STATES.has(state ?? "") ? (state as PodAnswer["state"]) : "UNKNOWN",
+        reason: p.reason,
+        message: p.message,
+      };
+    });
+    return { result: result ?? "RESULT_UNSPECIFIED", health: VolumeHealth_State[res.health?.state ?? 0] ?? "STATE_UNSPECIFIED", message: res.message, pods };
   }
 
   /** True once closed: every later call fails UNAVAILABLE. */

@@ -4,6 +4,7 @@ import { DomainError, deadlineExceeded, invalidArgument, unavailable, unimplemen
 import type { DriverConnection, DriverInfo } from "../driver/connection.js";
 import { isDeadlineStatus } from "../driver/unary.js";
 import {
+  HealReason,
   NodeHealVolumeResponse_Result as Result,
   VolumeHealerNodeService,
   VolumeHealth_State as State,
@@ -18,7 +19,8 @@ import {
 } from "../../proto/gen/sidecar/v1/healer.js";
 import type { CallContext } from "../server/context.js";
 import { Limiter } from "./limiter.js";
-import { isDnsSubdomain } from "./names.js";
+import { isDnsSubdomain, kubeletRootOf } from "./names.js";
+import { podResults, publishTargets } from "./targets.js";
 import { fetchPublishContext, fetchStageSecrets, resolveVolume, type ResolvedVolume, type ResolverDeps } from "./resolve.js";
 import { SingleFlight } from "../util/single-flight.js";
 import { endedByDeadline, withDeadline } from "../util/deadline-signal.js";
@@ -36,6 +38,7 @@ export interface HealerService {
 
 export function createHealerService(deps: HealerServiceDeps): HealerService {
   const flights = new SingleFlight<GetVolumeHealthResponse | HealVolumeResponse>();
+  const targetDeps = { pods: deps.resolver.pods, kubeletRoot: kubeletRootOf(deps.resolver.stagingRoot) };
   /** Each running flight's deadline and signal, by key. */
   const flightDeadlines = new Map<string, Flight>();
 
@@ -108,13 +111,17 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
     },
 
     healVolume(req, ctx) {
-      const mode = req.mode;
-      // Proto3 lets any number through; a mode we do not know (a newer caller's gentler one) must
-      // never become the most disruptive one.
+      const { mode, reason } = req;
+      // Proto3 lets any number through, and 0 is a caller that forgot the field: a mode we do not
+      // know (a newer caller's gentler one) must never become the most disruptive one.
       if (mode !== Mode.ALWAYS && mode !== Mode.IF_ABNORMAL) {
-        throw invalidArgument(`mode ${String(mode)} is not a HealVolume mode (ALWAYS = 0, IF_ABNORMAL = 1)`);
+        throw invalidArgument(`mode ${String(mode)} is not a HealVolume mode (required: ALWAYS = 1 or IF_ABNORMAL = 2)`);
       }
-      return serve(ctx, req.pvName, `heal|${req.pvName}|${mode}`, "healVolume", async (driver, signal) => {
+      if (reason !== HealReason.DRIVER_RESTARTED && reason !== HealReason.VOLUME_ABNORMAL && reason !== HealReason.OPERATOR_REQUEST) {
+        throw invalidArgument(`reason ${String(reason)} is not a heal reason (required: DRIVER_RESTARTED = 1, VOLUME_ABNORMAL = 2 or OPERATOR_REQUEST = 3)`);
+      }
+      // The reason is in the key: joined work must have been asked for the same reason.
+      return serve(ctx, req.pvName, `heal|${req.pvName}|${mode}|${reason}`, "healVolume", async (driver, signal) => {
         if (mode === Mode.IF_ABNORMAL && !driver.getVolumeHealth) {
           throw unimplemented(`driver ${driver.name} cannot check health, so IF_ABNORMAL is not possible; use ALWAYS`);
         }
@@ -123,11 +130,12 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
         if (mode === Mode.IF_ABNORMAL) {
           const h = await health(vol, ctx.deadline, signal);
           if (h?.state !== State.ABNORMAL) {
-            return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: vol.volumeId };
+            return { result: Result.NOT_NEEDED, health: h, message: "volume is not ABNORMAL", volumeId: vol.volumeId, pods: [] };
           }
         }
         const secrets = await fetchStageSecrets(deps.resolver, vol, signal);
         const publishContext = await fetchPublishContext(deps.resolver, vol, signal);
+        const targets = await publishTargets(targetDeps, vol, signal);
         const res = await deps.driver.call(
           VolumeHealerNodeService.nodeHealVolume,
           {
@@ -138,11 +146,13 @@ export function createHealerService(deps: HealerServiceDeps): HealerService {
             secrets,
             volumeContext: vol.volumeContext,
             publishContext,
+            reason,
+            targets: targets.map((t) => t.target),
           },
           ctx.deadline,
           signal,
         );
-        return { result: res.result, health: res.health, message: res.message, volumeId: vol.volumeId };
+        return { result: res.result, health: res.health, message: res.message, volumeId: vol.volumeId, pods: podResults(targets, res) };
       });
     },
   };

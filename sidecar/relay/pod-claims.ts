@@ -8,7 +8,9 @@
 // Saying "on this node" for one not staged yet or any more is harmless: the driver acts only on a
 // volume staged on its node, and answers NOT_FOUND for any other.
 //
-// Only the claim keys are kept (a few per Pod, a few hundred Pods per node at most). An install
+// The same Pods name a heal's publish targets: which Pods use the volume here, and how (read-only,
+// mount propagation). Kept per Pod: its identity and its claims (a few per Pod, a few hundred Pods
+// per node at most). An install
 // whose RBAC predates this (no list/watch on Pods) loses only this way of step 4, and the log says
 // what to grant: without list every claim is "not here", without watch every check lists.
 // The watch starts at the first question (only a driver without attach asks), and every list is
@@ -18,7 +20,7 @@ import { KubeError } from "../kube/api.js";
 import type { Logger } from "../../common/log/logger.js";
 import { delay, type Sleep } from "../../common/util/delay.js";
 import { keepWatching, reasonOf } from "./keep-watching.js";
-import { claimKey, claimsOfPod } from "../../common/kube/pod-claims.js";
+import { claimKey, claimUsesOfPod, weakerPropagation, type ClaimUse, type Propagation } from "../../common/kube/pod-claims.js";
 
 const LIST_TIMEOUT_MS = 10_000;
 const GRANT = "grant list and watch on pods: deploy/base/cluster-role.yaml";
@@ -29,10 +31,20 @@ const REFUSED = {
 
 const podKey = (pod: NodePod) => pod.metadata.uid ?? `${pod.metadata.namespace}/${pod.metadata.name}`;
 
+/** One Pod on this node that uses a claim, and how. */
+export interface ClaimUser {
+  namespace: string;
+  name: string;
+  /** metadata.uid ("" when the API gave none: no target path can be made for it). */
+  uid: string;
+  readOnly: boolean;
+  propagation: Propagation;
+}
+
 export class PodClaims {
-  /** Pod uid → its claim keys; and how many Pods use each claim. */
-  private readonly byPod = new Map<string, string[]>();
-  private readonly users = new Map<string, number>();
+  /** Pod key → its uses of claims; and the Pods (by key) that use each claim. */
+  private readonly byPod = new Map<string, PodEntry>();
+  private readonly users = new Map<string, Set<string>>();
   private synced = false;
   /** What the API server refuses (403): without list every check says no, without watch every check lists. */
   private refused: "list" | "watch" | undefined;
@@ -95,37 +107,80 @@ export class PodClaims {
    * volume here, and the others must still answer.
    */
   async uses(namespace: string, name: string, signal: AbortSignal): Promise<boolean> {
+    return (await this.usersOf(namespace, name, signal)).length > 0;
+  }
+
+  /**
+   * The Pods on this node that use claim `namespace/name` (as uses() finds them), sorted by
+   * namespace and name; none when the Pods cannot be listed.
+   */
+  async usersOf(namespace: string, name: string, signal: AbortSignal): Promise<ClaimUser[]> {
     const key = claimKey(namespace, name);
-    if (this.synced) return this.users.has(key);
+    if (this.synced) return sorted([...(this.users.get(key) ?? [])].map((k) => userOf(this.byPod.get(k)!, key)));
     this.start();
-    if (this.refused === "list" || this.stop.signal.aborted) return false;
+    if (this.refused === "list" || this.stop.signal.aborted) return [];
     try {
       const list = await this.kube.listPodsOnNode(this.nodeName, AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]));
-      return list.items.some((p) => claimsOfPod(p).includes(key));
+      return sorted(
+        list.items
+          .map(entryOf)
+          .filter((e) => e.uses.some((u) => u.claim === key))
+          .map((e) => userOf(e, key)),
+      );
     } catch (err) {
       if (signal.aborted) throw err;
       this.logger.debug("could not list this node's Pods", { node: this.nodeName, reason: reasonOf(err) });
-      return false;
+      return [];
     }
   }
 
   private set(pod: NodePod): void {
     this.remove(pod);
-    const uid = podKey(pod);
-    const claims = claimsOfPod(pod);
-    if (claims.length === 0) return;
-    this.byPod.set(uid, claims);
-    for (const c of claims) this.users.set(c, (this.users.get(c) ?? 0) + 1);
+    const entry = entryOf(pod);
+    if (entry.uses.length === 0) return;
+    const key = podKey(pod);
+    this.byPod.set(key, entry);
+    for (const { claim: c } of entry.uses) {
+      const set = this.users.get(c) ?? new Set<string>();
+      set.add(key);
+      this.users.set(c, set);
+    }
   }
 
   private remove(pod: NodePod): void {
-    const uid = podKey(pod);
-    for (const c of this.byPod.get(uid) ?? []) {
-      // Every claim of a Pod in byPod is counted in users (set() and the relist keep them together).
-      const n = this.users.get(c)! - 1;
-      if (n > 0) this.users.set(c, n);
-      else this.users.delete(c);
+    const key = podKey(pod);
+    for (const { claim: c } of this.byPod.get(key)?.uses ?? []) {
+      const set = this.users.get(c);
+      set?.delete(key);
+      if (set?.size === 0) this.users.delete(c);
     }
-    this.byPod.delete(uid);
+    this.byPod.delete(key);
   }
 }
+
+/** What is kept of one Pod: who it is and the claims it uses. */
+interface PodEntry {
+  namespace: string;
+  name: string;
+  uid: string;
+  uses: ClaimUse[];
+}
+
+function entryOf(pod: NodePod): PodEntry {
+  const m = pod.metadata;
+  return { namespace: m.namespace ?? "", name: m.name ?? "", uid: m.uid ?? "", uses: claimUsesOfPod(pod) };
+}
+
+/** The Pod as a user of `claim` (which it uses): two volumes of one claim are one publish target, mounted as the weaker of the two. */
+function userOf(entry: PodEntry, claim: string): ClaimUser {
+  const uses = entry.uses.filter((u) => u.claim === claim);
+  return {
+    namespace: entry.namespace,
+    name: entry.name,
+    uid: entry.uid,
+    readOnly: uses[0]!.readOnly,
+    propagation: uses.map((u) => u.propagation).reduce(weakerPropagation),
+  };
+}
+
+const sorted = (users: ClaimUser[]) => users.sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));

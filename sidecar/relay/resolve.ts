@@ -21,6 +21,10 @@ export interface CsiVolume {
   capability: VolumeCapability;
   /** nodeStageSecretRef; read only when a call needs it (fetchStageSecrets). */
   secretRef: { namespace: string; name: string } | undefined;
+  /** volumeMode Block: published to each pod as a device file, not a mount. */
+  block: boolean;
+  /** The claim bound to the PV (its claimRef, while that still holds): whose Pods use it. */
+  claim: { namespace: string; name: string } | undefined;
 }
 
 export interface ResolvedVolume extends CsiVolume {
@@ -35,6 +39,7 @@ export function describeCsiVolume(pvName: string, pv: PersistentVolume, stagingR
   const csi = pv.spec.csi;
   if (!csi) throw new Error(`PersistentVolume ${pvName} is not a CSI volume`);
   const ref = csi.nodeStageSecretRef;
+  const claim = pv.spec.claimRef;
   return {
     pvName,
     volumeId: csi.volumeHandle,
@@ -42,6 +47,8 @@ export function describeCsiVolume(pvName: string, pv: PersistentVolume, stagingR
     volumeContext: csi.volumeAttributes ?? {},
     capability: volumeCapability(pv),
     secretRef: ref?.name ? { namespace: ref.namespace, name: ref.name } : undefined,
+    block: isBlock(pv),
+    claim: claim?.namespace && claim.name && claimRefHolds(pv.status?.phase) ? { namespace: claim.namespace, name: claim.name } : undefined,
   };
 }
 
@@ -49,7 +56,7 @@ export interface ResolverDeps {
   kube: KubeApi;
   attach: Pick<AttachRequired, "required" | "skipsAttach">;
   nodes: NodeCache;
-  pods: Pick<PodClaims, "uses">;
+  pods: Pick<PodClaims, "uses" | "usersOf">;
   pvs: PvCache;
   secrets: SecretCache;
   nodeName: string;

@@ -48,6 +48,7 @@ import { clusterRollout } from "./cluster.js";
 import { renderCluster, type ClusterResults } from "./report-cluster.js";
 import { medianOfRuns, sidecarsSideBySide, type SidecarAtSize } from "./sidecar-scale.js";
 import { directHealRequest, directHealthRequest, pvName, stubState } from "./volumes.js";
+import { reasonFor } from "../support/heal-request.js";
 
 /** The bench's flags, parsed as the programs parse theirs (common/config/flags.ts). */
 const FLAGS: FlagSpec[] = [
@@ -349,7 +350,7 @@ async function healAllBurst(stack: Stack, size: Size): Promise<{ burst: Results[
   const healAll = async (what: string) => {
     const t0 = performance.now();
     const answers = await Promise.all(
-      Array.from({ length: size.burst }, (_, i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS }, { deadlineMs: 120_000 })),
+      Array.from({ length: size.burst }, (_, i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) }, { deadlineMs: 120_000 })),
     );
     const wallMs = performance.now() - t0;
     const outcomes: Record<string, number> = {};

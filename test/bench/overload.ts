@@ -12,6 +12,7 @@ import type { SidecarProcess } from "../demo/processes.js";
 import { readDeployLimits } from "./deploy-limits.js";
 import { sampleMemory } from "./memory.js";
 import { pvName } from "./volumes.js";
+import { reasonFor } from "../support/heal-request.js";
 
 export interface OverloadSize {
   callers: number;
@@ -62,7 +63,7 @@ export async function sustainedOverload(
       Array.from({ length: size.callers }, async (_, caller) => {
         const client = channels[caller % channels.length]!;
         while (Date.now() < until) {
-          const a = await call(client, client.healVolume, { pvName: pvName(caller % volumes), mode: Mode.ALWAYS }, { deadlineMs: 60_000 });
+          const a = await call(client, client.healVolume, { pvName: pvName(caller % volumes), mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) }, { deadlineMs: 60_000 });
           const k = a.ok ? resultName(a.value.result) : codeName(a.code);
           outcomes[k] = (outcomes[k] ?? 0) + 1;
           calls++;

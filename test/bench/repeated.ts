@@ -5,6 +5,7 @@ import { call } from "../support/grpc.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../proto/gen/sidecar/v1/healer.js";
 import { requestTotal, type KubeChild } from "./kube.js";
 import { pvName } from "./volumes.js";
+import { reasonFor } from "../support/heal-request.js";
 
 export interface RepeatedCheckCost {
   volumes: number;
@@ -24,6 +25,6 @@ export async function repeatedCheckCost(kube: KubeChild, client: VolumeHealerCli
   const health = (i: number) => call(client, client.getVolumeHealth, { pvName: pvName(i) });
   await pass(health); // the first sight of each volume reads it
   const perHealthCheck = await pass(health);
-  const perIfAbnormalPass = await pass((i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.IF_ABNORMAL }));
+  const perIfAbnormalPass = await pass((i) => call(client, client.healVolume, { pvName: pvName(i), mode: Mode.IF_ABNORMAL, reason: reasonFor(Mode.IF_ABNORMAL) }));
   return { volumes, perHealthCheck, perIfAbnormalPass };
 }

@@ -17,6 +17,7 @@ import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../proto/
 import { spawnSidecar, type Cleanup } from "../demo/processes.js";
 import { readMemory } from "./memory.js";
 import { pvName, seedObjects, stubState } from "./volumes.js";
+import { reasonFor } from "../support/heal-request.js";
 
 export interface SoakResults {
   minutes: number;
@@ -110,8 +111,8 @@ export async function soak(o: SoakOptions): Promise<SoakResults> {
   let lateCalls = 0;
   const ops: ((i: number) => Promise<Outcome<unknown>>)[] = [
     (i) => call(healer, healer.getVolumeHealth, { pvName: pvName(i) }, { deadlineMs: DEADLINE_MS }),
-    (i) => call(healer, healer.healVolume, { pvName: pvName(i), mode: Mode.IF_ABNORMAL }, { deadlineMs: DEADLINE_MS }),
-    (i) => call(healer, healer.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS }, { deadlineMs: DEADLINE_MS }),
+    (i) => call(healer, healer.healVolume, { pvName: pvName(i), mode: Mode.IF_ABNORMAL, reason: reasonFor(Mode.IF_ABNORMAL) }, { deadlineMs: DEADLINE_MS }),
+    (i) => call(healer, healer.healVolume, { pvName: pvName(i), mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) }, { deadlineMs: DEADLINE_MS }),
     () => call(identity, identity.getCapabilities, {}, { deadlineMs: DEADLINE_MS }),
   ];
   const end = Date.now() + o.minutes * 60_000;

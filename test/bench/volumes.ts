@@ -6,6 +6,7 @@ import { stagingPath, volumeInUseName } from "../../sidecar/relay/names.js";
 import type { PersistentVolume } from "../../sidecar/kube/api.js";
 import type { StubState, VolumeSpec } from "../../driver-stub/state.js";
 import { DRIVER, baseObjects, ourCrdFile, pv, volumeAttachment } from "../support/fixtures.js";
+import { HealReason } from "../../proto/gen/healer/v1/healer.js";
 
 export const STAGING_ROOT = "/var/lib/kubelet/plugins/kubernetes.io/csi/";
 const pad = (i: number) => String(i).padStart(4, "0");
@@ -34,13 +35,15 @@ export function healthRequest(pvName: string, volumeId: string) {
   };
 }
 
-/** NodeHealVolume as the sidecar sends it for a fixture PV (RWO ext4, attached without metadata). */
+/** NodeHealVolume as the sidecar sends it after a restart for a fixture PV (RWO ext4, attached without metadata, no pod using it). */
 export function healRequest(pvName: string, volumeId: string) {
   return {
     ...healthRequest(pvName, volumeId),
     volumeCapability: volumeCapability(pv(pvName, { handle: volumeId }) as unknown as PersistentVolume),
     secrets: {},
     publishContext: {},
+    reason: HealReason.DRIVER_RESTARTED,
+    targets: [],
   };
 }
 

@@ -48,7 +48,12 @@ export function stubClients(stub: Pick<DriverStub, "addonsEndpoint" | "csiEndpoi
     getCapabilities: rpc(addonsIdentity, addonsIdentity.getCapabilities, identity.GetCapabilitiesRequest),
     probe: rpc(addonsIdentity, addonsIdentity.probe, identity.ProbeRequest),
     health: rpc(volumeHealer, volumeHealer.nodeGetVolumeHealth, healer.NodeGetVolumeHealthRequest),
-    heal: rpc(volumeHealer, volumeHealer.nodeHealVolume, healer.NodeHealVolumeRequest),
+    // A request that names no reason is sent as VOLUME_ABNORMAL (heal only what is broken), the
+    // reason the stub's older cases were written for; a test of the reason itself names it.
+    heal: rpc(volumeHealer, volumeHealer.nodeHealVolume, {
+      fromPartial: (p: healer.DeepPartial<healer.NodeHealVolumeRequest>) =>
+        healer.NodeHealVolumeRequest.fromPartial("reason" in p ? p : { ...p, reason: healer.HealReason.VOLUME_ABNORMAL }),
+    }),
     getPluginInfo: rpc(csiIdentity, csiIdentity.getPluginInfo, csi.GetPluginInfoRequest),
     getPluginCapabilities: rpc(csiIdentity, csiIdentity.getPluginCapabilities, csi.GetPluginCapabilitiesRequest),
     csiProbe: rpc(csiIdentity, csiIdentity.probe, csi.ProbeRequest),

@@ -39,6 +39,8 @@ export const PVS: PvInfo[] = ["pv-1", "pv-2"].map((name) => ({
 export interface Fake {
   deps: PassDeps;
   calls: string[];
+  /** Each heal as sent: its PV, mode and reason. */
+  sent: { pv: string; mode: string; reason: string }[];
   /** The signal each HealVolume was given, in call order. */
   signals: (AbortSignal | undefined)[];
   outcomes: HealOutcome[];
@@ -62,6 +64,8 @@ export function fake(
 ): Fake {
   let resolves = 0;
   const calls: string[] = [];
+  /** Each heal as sent: its PV, mode and reason. */
+  const sent: { pv: string; mode: string; reason: string }[] = [];
   const signals: (AbortSignal | undefined)[] = [];
   const outcomes: HealOutcome[] = [];
   const notHealing: { sidecar: string; reason: string }[] = [];
@@ -69,14 +73,15 @@ export function fake(
     address: "fake",
     health: async () => ((o.serving ? o.serving() : true) ? { state: "serving" } : { state: "not_serving", reason: "NOT_SERVING" }),
     capabilities: async () => (typeof o.caps === "function" ? o.caps() : (o.caps ?? { healVolume: true, getVolumeHealth: true })),
-    heal: async (pv: string, _mode: string, _timeoutMs: number, signal?: AbortSignal) => {
+    heal: (async (pv, mode, reason, _timeoutMs, signal) => {
       calls.push(pv);
+      sent.push({ pv, mode, reason });
       signals.push(signal);
       if (o.hold) await cancellable(o.hold(pv), signal);
       const a = answers(pv, calls.filter((c) => c === pv).length);
       if (typeof a === "number") throw new CallError(a, "fake");
       return a;
-    },
+    }) satisfies SidecarConnection["heal"],
   };
   // A real pool (connection states, forget, close) whose every lookup finds the fake connection.
   const pool = new SidecarPool({ sidecarPod: () => Promise.reject(new Error("the fakes never read a Pod")) }, {}, () => undefined);
@@ -98,7 +103,7 @@ export function fake(
       ...o.retry,
     },
   };
-  return { deps, calls, signals, outcomes, notHealing, resolves: () => resolves };
+  return { deps, calls, sent, signals, outcomes, notHealing, resolves: () => resolves };
 }
 
 /** A held call ends as grpc-js ends a call whose signal aborts: CANCELLED. */
@@ -118,6 +123,7 @@ export const HEALED: HealAnswer = {
   result: "HEALED",
   health: "HEALTHY",
   message: "",
+  pods: [],
 };
 
 /** One pass over PVS, to its end: a pass that never ends fails the test at a deadline instead of hanging it. */

@@ -35,6 +35,8 @@ export interface StackOptions {
   stub?: Omit<StubState, "volumes">;
   sidecarArgs?: string[];
   kube?: Omit<KubeApiOptions, "seed" | "crdFiles">;
+  /** PVs with volumeMode Block. */
+  block?: string[];
   /** Claims bound to PVs: PV name → claim name (namespace csi). */
   claims?: Record<string, string>;
   /**
@@ -90,8 +92,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     runningPod(),
     node(),
     ...pvs.flatMap((name) => {
-      if (o.withoutAttach?.includes(name)) return [pv(name, { claim: claimOf(name) }), started(userPod(`app-${name}`, [claimOf(name)]))];
-      return [pv(name, { claim: o.claims?.[name] }), volumeAttachment(name, handleOf(name))];
+      const block = o.block?.includes(name);
+      if (o.withoutAttach?.includes(name)) return [pv(name, { claim: claimOf(name), block }), started(userPod(`app-${name}`, [claimOf(name)]))];
+      return [pv(name, { claim: o.claims?.[name], block }), volumeAttachment(name, handleOf(name))];
     }),
     // A driver without attach says so on its CSIDriver: only then are the node's Pods listed.
     ...(o.withoutAttach?.length ? [csiDriver(false)] : []),

@@ -6,6 +6,7 @@ import { VolumeCapability_AccessMode_Mode as Mode } from "../../../proto/gen/csi
 import { secretDigest } from "../../../driver-stub/call-log.js";
 import { waitFor } from "../../support/wait.js";
 import { grpcError, STAGING_PATH, status, withStub } from "../../support/driver-stub-fixture.js";
+import { HealReason, MountPropagation } from "../../../proto/gen/healer/v1/healer.js";
 
 const SECRET = "s3cr3t-Value-9f1c";
 const mount = {
@@ -28,6 +29,10 @@ describe("driver-stub call log", () => {
       secrets: { userKey: SECRET },
       volumeContext: { pool: "rbd" },
       publishContext: { devicePath: "/dev/nbd0" },
+      reason: HealReason.DRIVER_RESTARTED,
+      targets: [
+        { targetPath: "/pods/p/volumes/v", podNamespace: "n", podName: "p", podUid: "u", readonly: true, mountPropagation: MountPropagation.BIDIRECTIONAL },
+      ],
     });
     const after = Date.now();
     const entries = fx.stub.calls().slice(logged);
@@ -45,6 +50,8 @@ describe("driver-stub call log", () => {
       secrets: { userKey: secretDigest(SECRET) },
       volumeContext: { pool: "rbd" },
       publishContext: { devicePath: "/dev/nbd0" },
+      reason: "DRIVER_RESTARTED",
+      targets: [{ targetPath: "/pods/p/volumes/v", podNamespace: "n", podName: "p", podUid: "u", readonly: true, mountPropagation: "BIDIRECTIONAL" }],
     });
     assert.equal(e.cancelled, null, "answered, not cancelled");
     // The client's deadline was 10 s from `before` (clients.ts); the stub saw it through grpc-timeout.

@@ -3,7 +3,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { VolumeCapability_AccessMode_Mode as Mode } from "../../../proto/gen/csi/v1/csi.js";
-import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../../proto/gen/healer/v1/healer.js";
+import {
+  HealReason,
+  MountPropagation as Propagation,
+  NodeHealVolumeResponse_Result as Result,
+  TargetResult_State as Target,
+  VolumeHealth_State as State,
+} from "../../../proto/gen/healer/v1/healer.js";
 import { waitFor } from "../../support/wait.js";
 import { grpcError, STAGING_PATH, status, withStub, type StubFixture } from "../../support/driver-stub-fixture.js";
 
@@ -24,6 +30,74 @@ async function healInFlight(fx: StubFixture, volumeId: string, deadlineMs = 30_0
   );
   return pending;
 }
+
+describe("driver-stub NodeHealVolume reasons and targets", () => {
+  const fx = withStub();
+  const target = (name: string, mountPropagation = Propagation.NONE) => ({
+    targetPath: `/var/lib/kubelet/pods/${name}/volumes/kubernetes.io~csi/pv/mount`,
+    podNamespace: "apps",
+    podName: name,
+    podUid: name,
+    readonly: false,
+    mountPropagation,
+  });
+  const states = (res: { targets: { targetPath: string; state: Target; reason: string }[] }) =>
+    res.targets.map((t) => [t.targetPath.split("/")[5], Target[t.state], t.reason]);
+
+  it("a heal without a reason, or with one the contract does not know, is INVALID_ARGUMENT; so is a target without a path", async () => {
+    fx.stub.setState({ volumes: { v: {} } });
+    for (const reason of [HealReason.HEAL_REASON_UNSPECIFIED, 9 as HealReason]) {
+      await assert.rejects(fx.c.heal({ ...healOf("v"), reason }), { code: status.INVALID_ARGUMENT, details: /^reason is required/ });
+    }
+    await assert.rejects(fx.c.heal({ ...healOf("v"), targets: [{ ...target("a"), targetPath: "" }] }), {
+      code: status.INVALID_ARGUMENT,
+      details: "targets[0].target_path is required",
+    });
+  });
+
+  it("DRIVER_RESTARTED and OPERATOR_REQUEST make the data path again even of a HEALTHY volume, each time (idempotent); VOLUME_ABNORMAL leaves it", async () => {
+    fx.stub.setState({ volumes: { v: {} } });
+    for (const reason of [HealReason.DRIVER_RESTARTED, HealReason.DRIVER_RESTARTED, HealReason.OPERATOR_REQUEST]) {
+      const res = await fx.c.heal({ ...healOf("v"), reason });
+      assert.deepEqual([res.result, res.message], [Result.HEALED, "data path re-established"], HealReason[reason]);
+    }
+    assert.equal((await fx.c.heal({ ...healOf("v"), reason: HealReason.VOLUME_ABNORMAL })).result, Result.NOT_NEEDED);
+  });
+
+  it("re-attach data path: every pod whole in place; FUSE-like: only pods with HostToContainer or Bidirectional, the others to be restarted until they go; a target not published is NOT_MOUNTED", async () => {
+    const published = ["a", "b", "c", "d"].map((n) => target(n).targetPath);
+    fx.stub.setState({ volumes: { block: { dataPath: "reattach" }, fuse: { dataPath: "fuse", state: "ABNORMAL", published } } });
+    const targets = [
+      target("a"),
+      target("b", Propagation.HOST_TO_CONTAINER),
+      target("c", Propagation.BIDIRECTIONAL),
+      target("d", Propagation.MOUNT_PROPAGATION_UNSPECIFIED),
+      target("e"),
+    ];
+    const reattached = await fx.c.heal({ ...healOf("block"), reason: HealReason.DRIVER_RESTARTED, targets });
+    assert.deepEqual(
+      states(reattached),
+      ["a", "b", "c", "d", "e"].map((n) => [n, "WHOLE_IN_PLACE", "DeviceReattached"]),
+    );
+
+    const fuse = await fx.c.heal({ ...healOf("fuse"), reason: HealReason.VOLUME_ABNORMAL, targets });
+    assert.equal(fuse.result, Result.HEALED);
+    assert.deepEqual(states(fuse), [
+      ["a", "RESTART_NEEDED", "StaleFuseMount"],
+      ["b", "WHOLE_IN_PLACE", "MountPropagated"],
+      ["c", "WHOLE_IN_PLACE", "MountPropagated"],
+      ["d", "RESTART_NEEDED", "StaleFuseMount"],
+      ["e", "NOT_MOUNTED", "NotPublished"],
+    ]);
+    // Healthy now, nothing to heal: pod a still sees the dead mount; pod b is fine.
+    const after = await fx.c.heal({ ...healOf("fuse"), reason: HealReason.VOLUME_ABNORMAL, targets: [target("a"), target("b")] });
+    assert.equal(after.result, Result.NOT_NEEDED);
+    assert.deepEqual(states(after), [
+      ["a", "RESTART_NEEDED", "StaleFuseMount"],
+      ["b", "WHOLE_IN_PLACE", "NothingToHeal"],
+    ]);
+  });
+});
 
 describe("driver-stub NodeHealVolume outcomes", () => {
   const fx = withStub();

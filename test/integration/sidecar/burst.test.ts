@@ -12,6 +12,7 @@ import { call, codeName } from "../../support/grpc.js";
 import { pv, volumeAttachment } from "../../support/fixtures.js";
 import { peakOverlap } from "../../support/intervals.js";
 import { HealVolumeRequest_Mode as Mode } from "../../../proto/gen/sidecar/v1/healer.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 const PVS = 50;
 const CALLS = 500;
@@ -53,7 +54,9 @@ test("500 concurrent heals at 50 PVs: ≤ 8 driver calls at once, duplicates coa
   const client = sidecar.healer();
   kube.counters.reset();
   const outcomes = await Promise.all(
-    Array.from({ length: CALLS }, (_, i) => call(client, client.healVolume, { pvName: `pv-${i % PVS}`, mode: Mode.ALWAYS }, { deadlineMs: 60_000 })),
+    Array.from({ length: CALLS }, (_, i) =>
+      call(client, client.healVolume, { pvName: `pv-${i % PVS}`, mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) }, { deadlineMs: 60_000 }),
+    ),
   );
   assert.equal(outcomes.length, CALLS, "every request answered");
   const byCode = new Map<string, number>();

@@ -12,6 +12,7 @@ import { pv, volumeAttachment } from "../../support/fixtures.js";
 import { call, rawUnary } from "../../support/grpc.js";
 import { tempDir } from "../../support/proc.js";
 import { startSidecarProc, waitHealth, type SidecarProc } from "../../support/sidecar.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 let kube: KubeApi;
 const running: { stop(): Promise<unknown> }[] = [];
@@ -54,7 +55,7 @@ describe("the call log at the default level", () => {
       }
       assert.deepEqual(callLines(sidecar, from), [], "no line for 60 routine calls");
 
-      const healed = await call(healer, healer.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS });
+      const healed = await call(healer, healer.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) });
       assert.ok(healed.ok, JSON.stringify(healed));
       const failures = 40;
       const answers = await Promise.all(Array.from({ length: failures }, () => call(healer, healer.getVolumeHealth, { pvName: "pv-gone" })));

@@ -12,6 +12,7 @@ import { call, codeName } from "../../support/grpc.js";
 import { waitFor } from "../../support/wait.js";
 import { pv, volumeAttachment } from "../../support/fixtures.js";
 import { HealVolumeRequest_Mode as Mode } from "../../../proto/gen/sidecar/v1/healer.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 let kube: KubeApi;
 const stubs: DriverStub[] = [];
@@ -55,7 +56,7 @@ async function assertRefusedAtOnce(sidecar: SidecarProc, stub: DriverStub, pvNam
   kube.counters.reset();
   for (const r of [
     await call(client, client.getVolumeHealth, { pvName }, { deadlineMs: 10_000 }),
-    await call(client, client.healVolume, { pvName, mode: Mode.ALWAYS }, { deadlineMs: 10_000 }),
+    await call(client, client.healVolume, { pvName, mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) }, { deadlineMs: 10_000 }),
   ]) {
     assert.equal(r.ok, false);
     assert.equal(codeName((r as { code: number }).code), "UNAVAILABLE", (r as { details: string }).details);

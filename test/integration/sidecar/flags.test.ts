@@ -16,6 +16,7 @@ import { waitFor } from "../../support/wait.js";
 import { CSI_ADDONS_NODE_NAME, DRIVER, NAMESPACE, NODE, POD, pv, volumeAttachment } from "../../support/fixtures.js";
 import { HealVolumeRequest_Mode as Mode, VolumeHealerClient } from "../../../proto/gen/sidecar/v1/healer.js";
 import { checkHealth } from "../../support/secure-sidecar.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 let kube: KubeApi;
 let stub: DriverStub;
@@ -92,7 +93,7 @@ describe("flags and their environment variables, in a running sidecar", () => {
     assert.equal(createdByPodUid(), "uid-from-env");
 
     const client = new VolumeHealerClient(address, grpc.credentials.createInsecure());
-    const r = await call(client, client.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS });
+    const r = await call(client, client.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) });
     assert.ok(r.ok, JSON.stringify(r));
     assert.ok((await call(client, client.getVolumeHealth, { pvName: "pv-a" })).ok);
     client.close();

@@ -31,6 +31,7 @@ import {
   tlsCredentials,
   type TlsFiles,
 } from "../../support/secure-sidecar.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 const SEED = 0x1bad5eed;
 const VALID_TOKEN = "fz-valid-token-5b0e7f3c9a1d";
@@ -285,21 +286,23 @@ function varint(n: number): Buffer {
 /** What the sidecar must answer for a body: grpc-js fails to decode it (INTERNAL), else our validation decides. */
 function expectedForBody(path: string, body: Buffer, hasValidToken: boolean, authOn: boolean): grpc.status {
   let pvName: string;
-  let mode = 0;
+  let mode = 1;
+  let reason = 1;
   try {
-    if (path === METHODS.heal) ({ pvName, mode } = HealVolumeRequest.decode(body));
+    if (path === METHODS.heal) ({ pvName, mode, reason } = HealVolumeRequest.decode(body));
     else pvName = GetVolumeHealthRequest.decode(body).pvName;
   } catch {
     return grpc.status.INTERNAL;
   }
   if (authOn && !hasValidToken) return grpc.status.UNAUTHENTICATED;
-  // A mode other than ALWAYS (0) and IF_ABNORMAL (1) is refused like a bad name.
-  if (!validName(pvName) || (mode !== 0 && mode !== 1)) return grpc.status.INVALID_ARGUMENT;
+  // A mode other than ALWAYS (1) and IF_ABNORMAL (2), or a reason other than 1..3, is refused
+  // like a bad name: 0 is a field left out.
+  if (!validName(pvName) || (mode !== 1 && mode !== 2) || !(reason >= 1 && reason <= 3)) return grpc.status.INVALID_ARGUMENT;
   return pvName === REAL_PV ? grpc.status.OK : grpc.status.NOT_FOUND;
 }
 
 const encodeHealth = (pvName: string) => Buffer.from(GetVolumeHealthRequest.encode({ pvName }).finish());
-const encodeHeal = (pvName: string, mode: number) => Buffer.from(HealVolumeRequest.encode({ pvName, mode }).finish());
+const encodeHeal = (pvName: string, mode: number, reason: number = reasonFor(mode)) => Buffer.from(HealVolumeRequest.encode({ pvName, mode, reason }).finish());
 
 // ---- raw connections -------------------------------------------------------------------------------
 
@@ -614,7 +617,7 @@ describe("hostile input: the sidecar never crashes, answers each request with th
       await fuzz(`bad PV names, ${t.name}`, { count: 500, ms: 40_000, concurrency: 16 }, async (r) => {
         const name = badName(r);
         const heal = r.chance(0.5);
-        const body = heal ? encodeHeal(name, r.pick([0, 1, 2, 99, -1])) : encodeHealth(name);
+        const body = heal ? encodeHeal(name, r.pick([0, 1, 2, 99, -1]), r.pick([0, 1, 2, 3, 3, 7])) : encodeHealth(name);
         const want = body.length > MAX_MESSAGE ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INVALID_ARGUMENT;
         return expectCode(await rawUnary(c, heal ? METHODS.heal : METHODS.health, body, t.allowed), want, `pv_name ${show(name)}`);
       });
@@ -705,7 +708,7 @@ describe("hostile input: the sidecar never crashes, answers each request with th
           want = grpc.status.RESOURCE_EXHAUSTED;
       }
       const heal = r.chance(0.5);
-      const body = heal ? encodeHeal(REAL_PV, r.int(2)) : encodeHealth(REAL_PV);
+      const body = heal ? encodeHeal(REAL_PV, 1 + r.int(2)) : encodeHealth(REAL_PV);
       const got = await rawUnary(c, heal ? METHODS.heal : METHODS.health, body, md);
       if (got.code === grpc.status.RESOURCE_EXHAUSTED && BUDGET_SPENT.test(got.details)) refusedUnreviewed++;
       return reviewed ? expectReviewed(got, want, `token class ${kind}`) : expectCode(got, want, `token class ${kind}`);

@@ -10,6 +10,7 @@ import { startSidecarProc, waitHealth, type SidecarProc } from "../../support/si
 import { tempDir } from "../../support/proc.js";
 import { call, rawUnary } from "../../support/grpc.js";
 import { reflectionClient } from "../../support/reflection.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 const NAME = "raw.csi.example.com";
 const hex = (s: string) => Buffer.from(s.replace(/\s+/g, ""), "hex");
@@ -77,7 +78,7 @@ test("GetIdentity and Probe are passed through unchanged", async () => {
 
 test("the sidecar itself decodes the known capabilities: health offered, heal not", async () => {
   const client = sidecar.healer();
-  const r = await call(client, client.healVolume, { pvName: "pv-any", mode: 0 });
+  const r = await call(client, client.healVolume, { pvName: "pv-any", mode: 1, reason: reasonFor(1) });
   assert.equal(r.ok, false);
   assert.equal((r as { code: number }).code, grpc.status.UNIMPLEMENTED);
   assert.match((r as { details: string }).details, /raw\.csi\.example\.com does not offer the VolumeHealer HEAL_VOLUME capability/);

@@ -32,6 +32,7 @@ import {
   tlsCredentials,
   type TlsFiles,
 } from "../../support/secure-sidecar.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 const SA_USER = `system:serviceaccount:${NAMESPACE}:${sidecarServiceAccount}`;
 const SA_TOKEN = "sa-token-3c1f9e0b7d2a4e58b6a1c0d9e8f7a6b5";
@@ -187,7 +188,10 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     if (h.health?.state !== State.ABNORMAL) throw new StepFailed(step, undefined, `health ${JSON.stringify(h.health)}, expected ABNORMAL`);
 
     step = STEPS[2];
-    const healed = await expectOk(step, call(client, client.healVolume, { pvName: "pv-heal", mode: Mode.IF_ABNORMAL }, { metadata }));
+    const healed = await expectOk(
+      step,
+      call(client, client.healVolume, { pvName: "pv-heal", mode: Mode.IF_ABNORMAL, reason: reasonFor(Mode.IF_ABNORMAL) }, { metadata }),
+    );
     if (healed.result !== Result.HEALED) throw new StepFailed(step, undefined, `result ${healed.result}, expected HEALED`);
     const [healCall] = stub.calls({ method: "NodeHealVolume", volumeId: "vol-heal" }).slice(-1);
     if (!healCall || JSON.stringify((healCall.request as Obj).secrets) !== JSON.stringify({ userKey: secretDigest(SECRET_VALUE) })) {
@@ -235,9 +239,12 @@ async function flow(sidecar: SidecarProc): Promise<void> {
     // The first heal finds no VolumeAttachment and asks the CSIDriver; the second knows.
     for (const heal of ["first", "second"]) {
       const vaReads = kube.counters.get("get", "volumeattachments");
-      const po2 = await expectOk(step, call(client, client.healVolume, { pvName: "pv-podonly", mode: Mode.ALWAYS }, { metadata }));
-      // The driver's own answer for a healthy volume: it was asked.
-      if (po2.result !== Result.NOT_NEEDED) throw new StepFailed(step, undefined, `result ${po2.result}, expected the driver's NOT_NEEDED`);
+      const po2 = await expectOk(
+        step,
+        call(client, client.healVolume, { pvName: "pv-podonly", mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) }, { metadata }),
+      );
+      // The driver's own answer after a restart (the data path made again): it was asked.
+      if (po2.result !== Result.HEALED) throw new StepFailed(step, undefined, `result ${po2.result}, expected the driver's HEALED`);
       const vaExtra = kube.counters.get("get", "volumeattachments") - vaReads;
       if (heal === "second" && vaExtra !== 0)
         throw new StepFailed(

@@ -15,6 +15,7 @@ import { NAMESPACE, pv, userPod } from "../../support/fixtures.js";
 import { claimsOfPod } from "../../../common/kube/pod-claims.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../../proto/gen/healer/v1/healer.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 let kube: KubeApi;
 let stub: DriverStub;
@@ -61,7 +62,7 @@ describe("a volume of a driver without attach, found through a Pod on this node"
     const h = await health("pv-a");
     assert.ok(h.ok, JSON.stringify(h));
     assert.equal(h.value.health?.state, State.ABNORMAL);
-    const r = await call(client, client.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS });
+    const r = await call(client, client.healVolume, { pvName: "pv-a", mode: Mode.ALWAYS, reason: reasonFor(Mode.ALWAYS) });
     assert.ok(r.ok, JSON.stringify(r));
     assert.equal(r.value.result, Result.HEALED);
     const heal = stub.calls({ method: "NodeHealVolume", volumeId: "vol-a" }).at(-1)!;

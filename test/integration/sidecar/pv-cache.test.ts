@@ -16,6 +16,7 @@ import { DRIVER, pv, volumeAttachment } from "../../support/fixtures.js";
 import { volumeInUseName } from "../../../sidecar/relay/names.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result } from "../../../proto/gen/healer/v1/healer.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 const VOLUMES = ["cached", "deleting", "gone", "nowatch", "attached"];
 
@@ -25,7 +26,7 @@ let sidecar: SidecarProc;
 let client: InstanceType<typeof VolumeHealerClient>;
 
 const health = (pvName: string) => call(client, client.getVolumeHealth, { pvName });
-const heal = (pvName: string, mode: Mode) => call(client, client.healVolume, { pvName, mode });
+const heal = (pvName: string, mode: Mode) => call(client, client.healVolume, { pvName, mode, reason: reasonFor(mode) });
 /** PV reads (a watch from resourceVersion 0 reads it too) and VolumeAttachment reads the API server has served so far. */
 const reads = () => ({
   pv: kube.counters.get("get", "persistentvolumes") + kube.counters.get("watch", "persistentvolumes"),

@@ -17,6 +17,7 @@ import { DRIVER, NAMESPACE, pv, secret, volumeAttachment } from "../../support/f
 import { secretDigest } from "../../../driver-stub/call-log.js";
 import { HealVolumeRequest_Mode as Mode, type VolumeHealerClient } from "../../../proto/gen/sidecar/v1/healer.js";
 import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../../proto/gen/healer/v1/healer.js";
+import { reasonFor } from "../../support/heal-request.js";
 
 const SECRET_VALUE = "s3cr3t-Value-never-logged-7f3a";
 const STAGING = "/var/lib/kubelet/plugins/kubernetes.io/csi/";
@@ -28,7 +29,8 @@ let sidecar: SidecarProc;
 let client: InstanceType<typeof VolumeHealerClient>;
 
 const health = (pvName: string, deadlineMs?: number) => call(client, client.getVolumeHealth, { pvName }, { deadlineMs });
-const heal = (pvName: string, mode = Mode.ALWAYS, deadlineMs?: number) => call(client, client.healVolume, { pvName, mode }, { deadlineMs });
+const heal = (pvName: string, mode = Mode.ALWAYS, deadlineMs?: number) =>
+  call(client, client.healVolume, { pvName, mode, reason: reasonFor(mode) }, { deadlineMs });
 
 /** Driver calls (addons server) received for a volume, optionally of one method. */
 const driverCalls = (volumeId?: string, method?: string) =>
@@ -139,6 +141,8 @@ describe("healing relay", () => {
       secrets: { userID: secretDigest("admin"), userKey: secretDigest(SECRET_VALUE) },
       volumeContext: { pool: "rbd" },
       publishContext: { devicePath: "/dev/rbd0" },
+      // Asked IF_ABNORMAL: heal what the check found broken.
+      reason: "VOLUME_ABNORMAL",
     });
   });
 
@@ -203,7 +207,23 @@ describe("healing relay", () => {
       name: "unknown heal mode",
       run: () => heal("pv-block", 7 as Mode),
       code: grpc.status.INVALID_ARGUMENT,
-      message: /^mode 7 is not a HealVolume mode \(ALWAYS = 0, IF_ABNORMAL = 1\)$/,
+      message: /^mode 7 is not a HealVolume mode \(required: ALWAYS = 1 or IF_ABNORMAL = 2\)$/,
+      volume: "vol-block",
+      driverCalled: false,
+    },
+    {
+      name: "heal without a mode",
+      run: () => heal("pv-block", Mode.MODE_UNSPECIFIED),
+      code: grpc.status.INVALID_ARGUMENT,
+      message: /^mode 0 is not a HealVolume mode/,
+      volume: "vol-block",
+      driverCalled: false,
+    },
+    {
+      name: "heal without a reason",
+      run: () => call(client, client.healVolume, { pvName: "pv-block", mode: Mode.ALWAYS, reason: 0 }),
+      code: grpc.status.INVALID_ARGUMENT,
+      message: /^reason 0 is not a heal reason \(required: DRIVER_RESTARTED = 1, VOLUME_ABNORMAL = 2 or OPERATOR_REQUEST = 3\)$/,
       volume: "vol-block",
       driverCalled: false,
     },

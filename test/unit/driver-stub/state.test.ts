@@ -70,7 +70,18 @@ describe("driver-stub state file", () => {
       volumeGroup: false,
       controllerService: false,
     });
-    assert.deepEqual(s.volumes.get("v"), { state: "HEALTHY", reason: "", message: "", heal: "SUCCEED", delayMs: 0, locked: false });
+    assert.deepEqual(s.volumes.get("v"), {
+      state: "HEALTHY",
+      reason: "",
+      message: "",
+      heal: "SUCCEED",
+      delayMs: 0,
+      locked: false,
+      dataPath: "reattach",
+      published: undefined,
+    });
+    const fuse = resolveState(parseState('{"volumes": {"v": {"dataPath": "fuse", "published": ["/t"]}}}')).volumes.get("v")!;
+    assert.deepEqual([fuse.dataPath, fuse.published], ["fuse", ["/t"]]);
     assert.deepEqual(resolveState({}).volumes.size, 0);
   });
 
@@ -81,6 +92,8 @@ describe("driver-stub state file", () => {
       ['{"capabilities": {"heal": true}}', /state\.capabilities: unknown key "heal"/],
       ['{"volumes": {"v": {"heal": "MAYBE"}}}', /state\.volumes\["v"\]\.heal: expected SUCCEED\|FAIL\|NOT_HEALABLE/],
       ['{"volumes": {"v": {"delayMs": -1}}}', /delayMs: expected a number >= 0/],
+      ['{"volumes": {"v": {"dataPath": "nfs"}}}', /dataPath: expected reattach\|fuse/],
+      ['{"volumes": {"v": {"published": "/t"}}}', /published: expected a list of strings/],
       ['{"volumes": {"v": {"locked": "yes"}}}', /locked: expected a boolean/],
       ['{"volumes": {"v": 1}}', /state\.volumes\["v"\]: expected an object/],
     ] as const) {

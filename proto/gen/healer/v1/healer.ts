@@ -29,6 +29,189 @@ export const protobufFileName = "healer/v1/healer.proto";
  * The major version lives in the package so v2 can be served beside v1 in one process.
  */
 
+/** Why a heal is asked for; what it obliges the driver to do. */
+export enum HealReason {
+  /** HEAL_REASON_UNSPECIFIED - Refused with INVALID_ARGUMENT. */
+  HEAL_REASON_UNSPECIFIED = 0,
+  /**
+   * DRIVER_RESTARTED - The driver's node plugin restarted: its in-memory state (user-space mount daemons, device
+   * mappings) is gone. Re-establish the data path even where the mount still looks alive.
+   */
+  DRIVER_RESTARTED = 1,
+  /** VOLUME_ABNORMAL - The driver's own health check found the volume ABNORMAL: heal what is broken. */
+  VOLUME_ABNORMAL = 2,
+  /** OPERATOR_REQUEST - An operator asked (the `heal` command): as DRIVER_RESTARTED, re-establish the data path. */
+  OPERATOR_REQUEST = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function healReasonFromJSON(object: any): HealReason {
+  switch (object) {
+    case 0:
+    case "HEAL_REASON_UNSPECIFIED":
+      return HealReason.HEAL_REASON_UNSPECIFIED;
+    case 1:
+    case "DRIVER_RESTARTED":
+      return HealReason.DRIVER_RESTARTED;
+    case 2:
+    case "VOLUME_ABNORMAL":
+      return HealReason.VOLUME_ABNORMAL;
+    case 3:
+    case "OPERATOR_REQUEST":
+      return HealReason.OPERATOR_REQUEST;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return HealReason.UNRECOGNIZED;
+  }
+}
+
+export function healReasonToJSON(object: HealReason): string {
+  switch (object) {
+    case HealReason.HEAL_REASON_UNSPECIFIED:
+      return "HEAL_REASON_UNSPECIFIED";
+    case HealReason.DRIVER_RESTARTED:
+      return "DRIVER_RESTARTED";
+    case HealReason.VOLUME_ABNORMAL:
+      return "VOLUME_ABNORMAL";
+    case HealReason.OPERATOR_REQUEST:
+      return "OPERATOR_REQUEST";
+    case HealReason.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** How a container of the pod mounts the volume (its volumeMounts[].mountPropagation). */
+export enum MountPropagation {
+  MOUNT_PROPAGATION_UNSPECIFIED = 0,
+  /** NONE - The container sees the mount it started with: a mount re-made on the host does not reach it. */
+  NONE = 1,
+  /** HOST_TO_CONTAINER - A mount re-made on the host under the target path reaches the running container. */
+  HOST_TO_CONTAINER = 2,
+  BIDIRECTIONAL = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function mountPropagationFromJSON(object: any): MountPropagation {
+  switch (object) {
+    case 0:
+    case "MOUNT_PROPAGATION_UNSPECIFIED":
+      return MountPropagation.MOUNT_PROPAGATION_UNSPECIFIED;
+    case 1:
+    case "NONE":
+      return MountPropagation.NONE;
+    case 2:
+    case "HOST_TO_CONTAINER":
+      return MountPropagation.HOST_TO_CONTAINER;
+    case 3:
+    case "BIDIRECTIONAL":
+      return MountPropagation.BIDIRECTIONAL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return MountPropagation.UNRECOGNIZED;
+  }
+}
+
+export function mountPropagationToJSON(object: MountPropagation): string {
+  switch (object) {
+    case MountPropagation.MOUNT_PROPAGATION_UNSPECIFIED:
+      return "MOUNT_PROPAGATION_UNSPECIFIED";
+    case MountPropagation.NONE:
+      return "NONE";
+    case MountPropagation.HOST_TO_CONTAINER:
+      return "HOST_TO_CONTAINER";
+    case MountPropagation.BIDIRECTIONAL:
+      return "BIDIRECTIONAL";
+    case MountPropagation.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** One pod's use of the volume on this node: where the kubelet published it for that pod. */
+export interface PublishTarget {
+  /**
+   * Filesystem: <kubelet root>/pods/<pod uid>/volumes/kubernetes.io~csi/<pv name>/mount;
+   * block: <kubelet root>/plugins/kubernetes.io/csi/volumeDevices/publish/<pv name>/<pod uid>.
+   * Computed by the sidecar from the kubelet's layout, never taken from a caller.
+   */
+  targetPath: string;
+  podNamespace: string;
+  podName: string;
+  podUid: string;
+  /** As NodePublishVolume's readonly for this pod. */
+  readonly: boolean;
+  /**
+   * The weakest among the pod's containers that mount the volume (NONE when any one has none);
+   * NONE for a block volume, whose device a container holds open as it got it.
+   */
+  mountPropagation: MountPropagation;
+}
+
+/** The driver's answer for one target it was given. */
+export interface TargetResult {
+  /** The target_path it answers for, as given. */
+  targetPath: string;
+  state: TargetResult_State;
+  /** CamelCase, for machines, e.g. "StaleFuseMount". */
+  reason: string;
+  /** For people. */
+  message: string;
+}
+
+export enum TargetResult_State {
+  STATE_UNSPECIFIED = 0,
+  /**
+   * WHOLE_IN_PLACE - The pod sees a working volume at its target now, without a restart (a re-attached device
+   * under an unchanged mount; a re-made mount that reaches it through propagation).
+   */
+  WHOLE_IN_PLACE = 1,
+  /** RESTART_NEEDED - The pod still sees the dead mount: only restarting the pod makes it whole. */
+  RESTART_NEEDED = 2,
+  /** NOT_MOUNTED - Nothing is published at this target on this node. */
+  NOT_MOUNTED = 3,
+  UNRECOGNIZED = -1,
+}
+
+export function targetResult_StateFromJSON(object: any): TargetResult_State {
+  switch (object) {
+    case 0:
+    case "STATE_UNSPECIFIED":
+      return TargetResult_State.STATE_UNSPECIFIED;
+    case 1:
+    case "WHOLE_IN_PLACE":
+      return TargetResult_State.WHOLE_IN_PLACE;
+    case 2:
+    case "RESTART_NEEDED":
+      return TargetResult_State.RESTART_NEEDED;
+    case 3:
+    case "NOT_MOUNTED":
+      return TargetResult_State.NOT_MOUNTED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TargetResult_State.UNRECOGNIZED;
+  }
+}
+
+export function targetResult_StateToJSON(object: TargetResult_State): string {
+  switch (object) {
+    case TargetResult_State.STATE_UNSPECIFIED:
+      return "STATE_UNSPECIFIED";
+    case TargetResult_State.WHOLE_IN_PLACE:
+      return "WHOLE_IN_PLACE";
+    case TargetResult_State.RESTART_NEEDED:
+      return "RESTART_NEEDED";
+    case TargetResult_State.NOT_MOUNTED:
+      return "NOT_MOUNTED";
+    case TargetResult_State.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export interface VolumeHealth {
   state: VolumeHealth_State;
   /** CamelCase, for machines, e.g. "TransportEndpointNotConnected". */
@@ -38,7 +221,7 @@ export interface VolumeHealth {
 }
 
 export enum VolumeHealth_State {
-  STATE_UNKNOWN = 0,
+  STATE_UNSPECIFIED = 0,
   HEALTHY = 1,
   ABNORMAL = 2,
   UNSUPPORTED = 3,
@@ -48,8 +231,8 @@ export enum VolumeHealth_State {
 export function volumeHealth_StateFromJSON(object: any): VolumeHealth_State {
   switch (object) {
     case 0:
-    case "STATE_UNKNOWN":
-      return VolumeHealth_State.STATE_UNKNOWN;
+    case "STATE_UNSPECIFIED":
+      return VolumeHealth_State.STATE_UNSPECIFIED;
     case 1:
     case "HEALTHY":
       return VolumeHealth_State.HEALTHY;
@@ -68,8 +251,8 @@ export function volumeHealth_StateFromJSON(object: any): VolumeHealth_State {
 
 export function volumeHealth_StateToJSON(object: VolumeHealth_State): string {
   switch (object) {
-    case VolumeHealth_State.STATE_UNKNOWN:
-      return "STATE_UNKNOWN";
+    case VolumeHealth_State.STATE_UNSPECIFIED:
+      return "STATE_UNSPECIFIED";
     case VolumeHealth_State.HEALTHY:
       return "HEALTHY";
     case VolumeHealth_State.ABNORMAL:
@@ -104,12 +287,17 @@ export interface NodeGetVolumeHealthResponse {
 export interface NodeHealVolumeRequest {
   volumeId: string;
   stagingTargetPath: string;
+  /** Unused, always empty: `targets` names every publish path. */
   volumePath: string;
   volumeCapability: VolumeCapability | undefined;
   secrets: { [key: string]: string };
   volumeContext: { [key: string]: string };
   /** VolumeAttachment.status.attachmentMetadata. */
   publishContext: { [key: string]: string };
+  /** Required. */
+  reason: HealReason;
+  /** Every pod on this node that uses the volume; empty when none does (or the sidecar cannot tell). */
+  targets: PublishTarget[];
 }
 
 export interface NodeHealVolumeRequest_SecretsEntry {
@@ -132,10 +320,12 @@ export interface NodeHealVolumeResponse {
   /** Health after the attempt. */
   health: VolumeHealth | undefined;
   message: string;
+  /** One per target given, in any order; a target left out is reported as not answered. */
+  targets: TargetResult[];
 }
 
 export enum NodeHealVolumeResponse_Result {
-  RESULT_UNKNOWN = 0,
+  RESULT_UNSPECIFIED = 0,
   HEALED = 1,
   NOT_NEEDED = 2,
   NOT_HEALABLE = 3,
@@ -145,8 +335,8 @@ export enum NodeHealVolumeResponse_Result {
 export function nodeHealVolumeResponse_ResultFromJSON(object: any): NodeHealVolumeResponse_Result {
   switch (object) {
     case 0:
-    case "RESULT_UNKNOWN":
-      return NodeHealVolumeResponse_Result.RESULT_UNKNOWN;
+    case "RESULT_UNSPECIFIED":
+      return NodeHealVolumeResponse_Result.RESULT_UNSPECIFIED;
     case 1:
     case "HEALED":
       return NodeHealVolumeResponse_Result.HEALED;
@@ -165,8 +355,8 @@ export function nodeHealVolumeResponse_ResultFromJSON(object: any): NodeHealVolu
 
 export function nodeHealVolumeResponse_ResultToJSON(object: NodeHealVolumeResponse_Result): string {
   switch (object) {
-    case NodeHealVolumeResponse_Result.RESULT_UNKNOWN:
-      return "RESULT_UNKNOWN";
+    case NodeHealVolumeResponse_Result.RESULT_UNSPECIFIED:
+      return "RESULT_UNSPECIFIED";
     case NodeHealVolumeResponse_Result.HEALED:
       return "HEALED";
     case NodeHealVolumeResponse_Result.NOT_NEEDED:
@@ -178,6 +368,296 @@ export function nodeHealVolumeResponse_ResultToJSON(object: NodeHealVolumeRespon
       return "UNRECOGNIZED";
   }
 }
+
+function createBasePublishTarget(): PublishTarget {
+  return { targetPath: "", podNamespace: "", podName: "", podUid: "", readonly: false, mountPropagation: 0 };
+}
+
+export const PublishTarget: MessageFns<PublishTarget> = {
+  encode(message: PublishTarget, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.targetPath !== "") {
+      writer.uint32(10).string(message.targetPath);
+    }
+    if (message.podNamespace !== "") {
+      writer.uint32(18).string(message.podNamespace);
+    }
+    if (message.podName !== "") {
+      writer.uint32(26).string(message.podName);
+    }
+    if (message.podUid !== "") {
+      writer.uint32(34).string(message.podUid);
+    }
+    if (message.readonly !== false) {
+      writer.uint32(40).bool(message.readonly);
+    }
+    if (message.mountPropagation !== 0) {
+      writer.uint32(48).int32(message.mountPropagation);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PublishTarget {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePublishTarget();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.targetPath = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.podNamespace = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.podName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.podUid = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.readonly = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.mountPropagation = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PublishTarget {
+    return {
+      targetPath: isSet(object.targetPath)
+        ? globalThis.String(object.targetPath)
+        : isSet(object.target_path)
+        ? globalThis.String(object.target_path)
+        : "",
+      podNamespace: isSet(object.podNamespace)
+        ? globalThis.String(object.podNamespace)
+        : isSet(object.pod_namespace)
+        ? globalThis.String(object.pod_namespace)
+        : "",
+      podName: isSet(object.podName)
+        ? globalThis.String(object.podName)
+        : isSet(object.pod_name)
+        ? globalThis.String(object.pod_name)
+        : "",
+      podUid: isSet(object.podUid)
+        ? globalThis.String(object.podUid)
+        : isSet(object.pod_uid)
+        ? globalThis.String(object.pod_uid)
+        : "",
+      readonly: isSet(object.readonly) ? globalThis.Boolean(object.readonly) : false,
+      mountPropagation: isSet(object.mountPropagation)
+        ? mountPropagationFromJSON(object.mountPropagation)
+        : isSet(object.mount_propagation)
+        ? mountPropagationFromJSON(object.mount_propagation)
+        : 0,
+    };
+  },
+
+  toJSON(message: PublishTarget): unknown {
+    const obj: any = {};
+    if (message.targetPath !== "") {
+      obj.targetPath = message.targetPath;
+    }
+    if (message.podNamespace !== "") {
+      obj.podNamespace = message.podNamespace;
+    }
+    if (message.podName !== "") {
+      obj.podName = message.podName;
+    }
+    if (message.podUid !== "") {
+      obj.podUid = message.podUid;
+    }
+    if (message.readonly !== false) {
+      obj.readonly = message.readonly;
+    }
+    if (message.mountPropagation !== 0) {
+      obj.mountPropagation = mountPropagationToJSON(message.mountPropagation);
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PublishTarget>): PublishTarget {
+    return PublishTarget.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PublishTarget>): PublishTarget {
+    const message = createBasePublishTarget();
+    message.targetPath = object.targetPath ?? "";
+    message.podNamespace = object.podNamespace ?? "";
+    message.podName = object.podName ?? "";
+    message.podUid = object.podUid ?? "";
+    message.readonly = object.readonly ?? false;
+    message.mountPropagation = object.mountPropagation ?? 0;
+    return message;
+  },
+};
+
+function createBaseTargetResult(): TargetResult {
+  return { targetPath: "", state: 0, reason: "", message: "" };
+}
+
+export const TargetResult: MessageFns<TargetResult> = {
+  encode(message: TargetResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.targetPath !== "") {
+      writer.uint32(10).string(message.targetPath);
+    }
+    if (message.state !== 0) {
+      writer.uint32(16).int32(message.state);
+    }
+    if (message.reason !== "") {
+      writer.uint32(26).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(34).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TargetResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTargetResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.targetPath = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TargetResult {
+    return {
+      targetPath: isSet(object.targetPath)
+        ? globalThis.String(object.targetPath)
+        : isSet(object.target_path)
+        ? globalThis.String(object.target_path)
+        : "",
+      state: isSet(object.state) ? targetResult_StateFromJSON(object.state) : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: TargetResult): unknown {
+    const obj: any = {};
+    if (message.targetPath !== "") {
+      obj.targetPath = message.targetPath;
+    }
+    if (message.state !== 0) {
+      obj.state = targetResult_StateToJSON(message.state);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<TargetResult>): TargetResult {
+    return TargetResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TargetResult>): TargetResult {
+    const message = createBaseTargetResult();
+    message.targetPath = object.targetPath ?? "";
+    message.state = object.state ?? 0;
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
 
 function createBaseVolumeHealth(): VolumeHealth {
   return { state: 0, reason: "", message: "" };
@@ -623,6 +1103,8 @@ function createBaseNodeHealVolumeRequest(): NodeHealVolumeRequest {
     secrets: {},
     volumeContext: {},
     publishContext: {},
+    reason: 0,
+    targets: [],
   };
 }
 
@@ -649,6 +1131,12 @@ export const NodeHealVolumeRequest: MessageFns<NodeHealVolumeRequest> = {
     globalThis.Object.entries(message.publishContext).forEach(([key, value]: [string, string]) => {
       NodeHealVolumeRequest_PublishContextEntry.encode({ key: key as any, value }, writer.uint32(58).fork()).join();
     });
+    if (message.reason !== 0) {
+      writer.uint32(64).int32(message.reason);
+    }
+    for (const v of message.targets) {
+      PublishTarget.encode(v!, writer.uint32(74).fork()).join();
+    }
     return writer;
   },
 
@@ -728,6 +1216,22 @@ export const NodeHealVolumeRequest: MessageFns<NodeHealVolumeRequest> = {
             if (entry7.value !== undefined) {
               message.publishContext[entry7.key] = entry7.value;
             }
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.reason = reader.int32() as any;
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.targets.push(PublishTarget.decode(reader, reader.uint32()));
             continue;
           }
         }
@@ -832,6 +1336,10 @@ export const NodeHealVolumeRequest: MessageFns<NodeHealVolumeRequest> = {
           {},
         )
         : {},
+      reason: isSet(object.reason) ? healReasonFromJSON(object.reason) : 0,
+      targets: globalThis.Array.isArray(object?.targets)
+        ? object.targets.map((e: any) => PublishTarget.fromJSON(e))
+        : [],
     };
   },
 
@@ -876,6 +1384,12 @@ export const NodeHealVolumeRequest: MessageFns<NodeHealVolumeRequest> = {
         });
       }
     }
+    if (message.reason !== 0) {
+      obj.reason = healReasonToJSON(message.reason);
+    }
+    if (message.targets?.length) {
+      obj.targets = message.targets.map((e) => PublishTarget.toJSON(e));
+    }
     return obj;
   },
 
@@ -917,6 +1431,8 @@ export const NodeHealVolumeRequest: MessageFns<NodeHealVolumeRequest> = {
       },
       {},
     );
+    message.reason = object.reason ?? 0;
+    message.targets = object.targets?.map((e) => PublishTarget.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1179,7 +1695,7 @@ export const NodeHealVolumeRequest_PublishContextEntry: MessageFns<NodeHealVolum
 };
 
 function createBaseNodeHealVolumeResponse(): NodeHealVolumeResponse {
-  return { result: 0, health: undefined, message: "" };
+  return { result: 0, health: undefined, message: "", targets: [] };
 }
 
 export const NodeHealVolumeResponse: MessageFns<NodeHealVolumeResponse> = {
@@ -1192,6 +1708,9 @@ export const NodeHealVolumeResponse: MessageFns<NodeHealVolumeResponse> = {
     }
     if (message.message !== "") {
       writer.uint32(26).string(message.message);
+    }
+    for (const v of message.targets) {
+      TargetResult.encode(v!, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -1233,6 +1752,14 @@ export const NodeHealVolumeResponse: MessageFns<NodeHealVolumeResponse> = {
             message.message = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.targets.push(TargetResult.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1250,6 +1777,9 @@ export const NodeHealVolumeResponse: MessageFns<NodeHealVolumeResponse> = {
       result: isSet(object.result) ? nodeHealVolumeResponse_ResultFromJSON(object.result) : 0,
       health: isSet(object.health) ? VolumeHealth.fromJSON(object.health) : undefined,
       message: isSet(object.message) ? globalThis.String(object.message) : "",
+      targets: globalThis.Array.isArray(object?.targets)
+        ? object.targets.map((e: any) => TargetResult.fromJSON(e))
+        : [],
     };
   },
 
@@ -1264,6 +1794,9 @@ export const NodeHealVolumeResponse: MessageFns<NodeHealVolumeResponse> = {
     if (message.message !== "") {
       obj.message = message.message;
     }
+    if (message.targets?.length) {
+      obj.targets = message.targets.map((e) => TargetResult.toJSON(e));
+    }
     return obj;
   },
 
@@ -1277,10 +1810,23 @@ export const NodeHealVolumeResponse: MessageFns<NodeHealVolumeResponse> = {
       ? VolumeHealth.fromPartial(object.health)
       : undefined;
     message.message = object.message ?? "";
+    message.targets = object.targets?.map((e) => TargetResult.fromPartial(e)) || [];
     return message;
   },
 };
 
+/**
+ * The contract (README "Writing a driver" says the same at more length):
+ * - Deadlines: every call carries the caller's gRPC deadline; answer within it or stop at it.
+ * - Concurrency: the sidecar sends at most one call per volume at a time, and a bounded number per
+ *   node at once; calls for different volumes may arrive together.
+ * - NOT_FOUND: the volume is not staged on this node as far as the driver can tell. After a
+ *   driver restart that wiped its memory, a driver that keeps no record on disk must still find a
+ *   volume it staged (from the staging path and the mount table), not answer NOT_FOUND for it.
+ * - ABORTED: another operation on the volume holds its lock; the controller retries later.
+ * - INVALID_ARGUMENT: a required field is missing; the controller reports it and does not retry.
+ * - UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED: retried with backoff.
+ */
 export type VolumeHealerNodeService = typeof VolumeHealerNodeService;
 export const VolumeHealerNodeService = {
   /** Must never block on a dead mount. */
@@ -1295,7 +1841,10 @@ export const VolumeHealerNodeService = {
       Buffer.from(NodeGetVolumeHealthResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): NodeGetVolumeHealthResponse => NodeGetVolumeHealthResponse.decode(value),
   },
-  /** Idempotent; takes the same per-volume lock as NodeStageVolume/NodeUnstageVolume (ABORTED when held). */
+  /**
+   * Idempotent: a second call in a row with the same request is safe and answers as the first
+   * would now. Takes the same per-volume lock as NodeStageVolume/NodeUnstageVolume (ABORTED when held).
+   */
   nodeHealVolume: {
     path: "/healer.v1.VolumeHealerNode/NodeHealVolume" as const,
     requestStream: false as const,
@@ -1312,7 +1861,10 @@ export const VolumeHealerNodeService = {
 export interface VolumeHealerNodeServer extends UntypedServiceImplementation {
   /** Must never block on a dead mount. */
   nodeGetVolumeHealth: handleUnaryCall<NodeGetVolumeHealthRequest, NodeGetVolumeHealthResponse>;
-  /** Idempotent; takes the same per-volume lock as NodeStageVolume/NodeUnstageVolume (ABORTED when held). */
+  /**
+   * Idempotent: a second call in a row with the same request is safe and answers as the first
+   * would now. Takes the same per-volume lock as NodeStageVolume/NodeUnstageVolume (ABORTED when held).
+   */
   nodeHealVolume: handleUnaryCall<NodeHealVolumeRequest, NodeHealVolumeResponse>;
 }
 
@@ -1333,7 +1885,10 @@ export interface VolumeHealerNodeClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: NodeGetVolumeHealthResponse) => void,
   ): ClientUnaryCall;
-  /** Idempotent; takes the same per-volume lock as NodeStageVolume/NodeUnstageVolume (ABORTED when held). */
+  /**
+   * Idempotent: a second call in a row with the same request is safe and answers as the first
+   * would now. Takes the same per-volume lock as NodeStageVolume/NodeUnstageVolume (ABORTED when held).
+   */
   nodeHealVolume(
     request: NodeHealVolumeRequest,
     callback: (error: ServiceError | null, response: NodeHealVolumeResponse) => void,

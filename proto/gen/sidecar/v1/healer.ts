@@ -19,9 +19,15 @@ import {
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
+  HealReason,
+  healReasonFromJSON,
+  healReasonToJSON,
   NodeHealVolumeResponse_Result,
   nodeHealVolumeResponse_ResultFromJSON,
   nodeHealVolumeResponse_ResultToJSON,
+  TargetResult_State,
+  targetResult_StateFromJSON,
+  targetResult_StateToJSON,
   VolumeHealth,
 } from "../../healer/v1/healer.js";
 
@@ -46,23 +52,31 @@ export interface GetVolumeHealthResponse {
 
 export interface HealVolumeRequest {
   pvName: string;
+  /** Required. */
   mode: HealVolumeRequest_Mode;
+  /** Required; passed to the driver as NodeHealVolumeRequest.reason. */
+  reason: HealReason;
 }
 
 export enum HealVolumeRequest_Mode {
-  /** ALWAYS - After a driver restart: heal unconditionally. */
-  ALWAYS = 0,
-  /** IF_ABNORMAL - Periodic pass: check first, heal only if ABNORMAL (one round trip). */
-  IF_ABNORMAL = 1,
+  /** MODE_UNSPECIFIED - Refused with INVALID_ARGUMENT: a caller that forgets the mode gets no heal at all. */
+  MODE_UNSPECIFIED = 0,
+  /** ALWAYS - Heal unconditionally (after a driver restart, or asked by an operator). */
+  ALWAYS = 1,
+  /** IF_ABNORMAL - Check first, heal only if ABNORMAL (one round trip). */
+  IF_ABNORMAL = 2,
   UNRECOGNIZED = -1,
 }
 
 export function healVolumeRequest_ModeFromJSON(object: any): HealVolumeRequest_Mode {
   switch (object) {
     case 0:
+    case "MODE_UNSPECIFIED":
+      return HealVolumeRequest_Mode.MODE_UNSPECIFIED;
+    case 1:
     case "ALWAYS":
       return HealVolumeRequest_Mode.ALWAYS;
-    case 1:
+    case 2:
     case "IF_ABNORMAL":
       return HealVolumeRequest_Mode.IF_ABNORMAL;
     case -1:
@@ -74,6 +88,8 @@ export function healVolumeRequest_ModeFromJSON(object: any): HealVolumeRequest_M
 
 export function healVolumeRequest_ModeToJSON(object: HealVolumeRequest_Mode): string {
   switch (object) {
+    case HealVolumeRequest_Mode.MODE_UNSPECIFIED:
+      return "MODE_UNSPECIFIED";
     case HealVolumeRequest_Mode.ALWAYS:
       return "ALWAYS";
     case HealVolumeRequest_Mode.IF_ABNORMAL:
@@ -84,11 +100,24 @@ export function healVolumeRequest_ModeToJSON(object: HealVolumeRequest_Mode): st
   }
 }
 
+/** What one pod on the node sees after the heal. */
+export interface PodResult {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** STATE_UNSPECIFIED when the driver did not answer for this pod's target. */
+  state: TargetResult_State;
+  reason: string;
+  message: string;
+}
+
 export interface HealVolumeResponse {
   result: NodeHealVolumeResponse_Result;
   health: VolumeHealth | undefined;
   message: string;
   volumeId: string;
+  /** Every pod on the node that uses the volume, and what the driver answered for it. */
+  pods: PodResult[];
 }
 
 function createBaseGetVolumeHealthRequest(): GetVolumeHealthRequest {
@@ -256,7 +285,7 @@ export const GetVolumeHealthResponse: MessageFns<GetVolumeHealthResponse> = {
 };
 
 function createBaseHealVolumeRequest(): HealVolumeRequest {
-  return { pvName: "", mode: 0 };
+  return { pvName: "", mode: 0, reason: 0 };
 }
 
 export const HealVolumeRequest: MessageFns<HealVolumeRequest> = {
@@ -266,6 +295,9 @@ export const HealVolumeRequest: MessageFns<HealVolumeRequest> = {
     }
     if (message.mode !== 0) {
       writer.uint32(16).int32(message.mode);
+    }
+    if (message.reason !== 0) {
+      writer.uint32(24).int32(message.reason);
     }
     return writer;
   },
@@ -299,6 +331,14 @@ export const HealVolumeRequest: MessageFns<HealVolumeRequest> = {
             message.mode = reader.int32() as any;
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.reason = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -319,6 +359,7 @@ export const HealVolumeRequest: MessageFns<HealVolumeRequest> = {
         ? globalThis.String(object.pv_name)
         : "",
       mode: isSet(object.mode) ? healVolumeRequest_ModeFromJSON(object.mode) : 0,
+      reason: isSet(object.reason) ? healReasonFromJSON(object.reason) : 0,
     };
   },
 
@@ -330,6 +371,9 @@ export const HealVolumeRequest: MessageFns<HealVolumeRequest> = {
     if (message.mode !== 0) {
       obj.mode = healVolumeRequest_ModeToJSON(message.mode);
     }
+    if (message.reason !== 0) {
+      obj.reason = healReasonToJSON(message.reason);
+    }
     return obj;
   },
 
@@ -340,12 +384,162 @@ export const HealVolumeRequest: MessageFns<HealVolumeRequest> = {
     const message = createBaseHealVolumeRequest();
     message.pvName = object.pvName ?? "";
     message.mode = object.mode ?? 0;
+    message.reason = object.reason ?? 0;
+    return message;
+  },
+};
+
+function createBasePodResult(): PodResult {
+  return { namespace: "", name: "", uid: "", state: 0, reason: "", message: "" };
+}
+
+export const PodResult: MessageFns<PodResult> = {
+  encode(message: PodResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(26).string(message.uid);
+    }
+    if (message.state !== 0) {
+      writer.uint32(32).int32(message.state);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(50).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PodResult {
+    return {
+      namespace: isSet(object.namespace) ? globalThis.String(object.namespace) : "",
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      uid: isSet(object.uid) ? globalThis.String(object.uid) : "",
+      state: isSet(object.state) ? targetResult_StateFromJSON(object.state) : 0,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+    };
+  },
+
+  toJSON(message: PodResult): unknown {
+    const obj: any = {};
+    if (message.namespace !== "") {
+      obj.namespace = message.namespace;
+    }
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.uid !== "") {
+      obj.uid = message.uid;
+    }
+    if (message.state !== 0) {
+      obj.state = targetResult_StateToJSON(message.state);
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    return obj;
+  },
+
+  create(base?: DeepPartial<PodResult>): PodResult {
+    return PodResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PodResult>): PodResult {
+    const message = createBasePodResult();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.state = object.state ?? 0;
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
     return message;
   },
 };
 
 function createBaseHealVolumeResponse(): HealVolumeResponse {
-  return { result: 0, health: undefined, message: "", volumeId: "" };
+  return { result: 0, health: undefined, message: "", volumeId: "", pods: [] };
 }
 
 export const HealVolumeResponse: MessageFns<HealVolumeResponse> = {
@@ -361,6 +555,9 @@ export const HealVolumeResponse: MessageFns<HealVolumeResponse> = {
     }
     if (message.volumeId !== "") {
       writer.uint32(34).string(message.volumeId);
+    }
+    for (const v of message.pods) {
+      PodResult.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -410,6 +607,14 @@ export const HealVolumeResponse: MessageFns<HealVolumeResponse> = {
             message.volumeId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.pods.push(PodResult.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -432,6 +637,7 @@ export const HealVolumeResponse: MessageFns<HealVolumeResponse> = {
         : isSet(object.volume_id)
         ? globalThis.String(object.volume_id)
         : "",
+      pods: globalThis.Array.isArray(object?.pods) ? object.pods.map((e: any) => PodResult.fromJSON(e)) : [],
     };
   },
 
@@ -449,6 +655,9 @@ export const HealVolumeResponse: MessageFns<HealVolumeResponse> = {
     if (message.volumeId !== "") {
       obj.volumeId = message.volumeId;
     }
+    if (message.pods?.length) {
+      obj.pods = message.pods.map((e) => PodResult.toJSON(e));
+    }
     return obj;
   },
 
@@ -463,6 +672,7 @@ export const HealVolumeResponse: MessageFns<HealVolumeResponse> = {
       : undefined;
     message.message = object.message ?? "";
     message.volumeId = object.volumeId ?? "";
+    message.pods = object.pods?.map((e) => PodResult.fromPartial(e)) || [];
     return message;
   },
 };

@@ -124,6 +124,7 @@ const ABNORMAL: HealAnswer = {
   result: "NOT_HEALABLE",
   health: "ABNORMAL",
   message: "image gone",
+  pods: [],
 };
 
 const abnormalSeries = async (metrics: ReturnType<typeof createMetrics>) =>

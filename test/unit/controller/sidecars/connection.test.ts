@@ -18,7 +18,13 @@ import { waitFor } from "../../../support/wait.js";
 import { HealthCheckResponse, HealthService, HealthCheckResponse_ServingStatus as Serving } from "../../../../proto/gen/grpc/health/v1/health.js";
 import { IdentityService, Capability_VolumeHealer_Type as HealerType } from "../../../../proto/gen/identity/identity.js";
 import { HealVolumeRequest_Mode, HealVolumeResponse, VolumeHealerService, type HealVolumeRequest } from "../../../../proto/gen/sidecar/v1/healer.js";
-import { NodeHealVolumeResponse_Result as Result, VolumeHealth_State as State } from "../../../../proto/gen/healer/v1/healer.js";
+import {
+  HealReason,
+  NodeHealVolumeResponse_Result as Result,
+  TargetResult_State as PodState,
+  VolumeHealth_State as State,
+} from "../../../../proto/gen/healer/v1/healer.js";
+import { reasonFor } from "../../../support/heal-request.js";
 
 interface Seen {
   method: string;
@@ -88,6 +94,7 @@ const healed = (): HealVolumeResponse => ({
   health: { state: State.HEALTHY, reason: "", message: "" },
   message: "re-staged",
   volumeId: "vol-1",
+  pods: [],
 });
 
 function connect(t: TestContext, address: string, token: () => string | undefined = () => "tok-1"): SidecarConnection {
@@ -103,15 +110,15 @@ test("SERVING, capabilities and a heal: the token on the calls that need it, nev
   assert.deepEqual(await conn.health(10_000), { state: "serving" });
   assert.deepEqual(await conn.capabilities(20_000), { healVolume: true, getVolumeHealth: true });
   token = "tok-2"; // rotated: the next call carries the new one
-  assert.deepEqual(await conn.heal("pv-1", "ALWAYS", 60_000), { result: "HEALED", health: "HEALTHY", message: "re-staged" });
-  await conn.heal("pv-2", "IF_ABNORMAL", 60_000);
+  assert.deepEqual(await conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 60_000), { result: "HEALED", health: "HEALTHY", message: "re-staged", pods: [] });
+  await conn.heal("pv-2", "IF_ABNORMAL", "VOLUME_ABNORMAL", 60_000);
   assert.deepEqual(
     fake.seen.map((s) => [s.method, s.authorization, s.request]),
     [
       ["Check", undefined, { service: "sidecar.v1.VolumeHealer" }],
       ["GetCapabilities", "Bearer tok-1", {}],
-      ["HealVolume", "Bearer tok-2", { pvName: "pv-1", mode: HealVolumeRequest_Mode.ALWAYS }],
-      ["HealVolume", "Bearer tok-2", { pvName: "pv-2", mode: HealVolumeRequest_Mode.IF_ABNORMAL }],
+      ["HealVolume", "Bearer tok-2", { pvName: "pv-1", mode: HealVolumeRequest_Mode.ALWAYS, reason: HealReason.DRIVER_RESTARTED }],
+      ["HealVolume", "Bearer tok-2", { pvName: "pv-2", mode: HealVolumeRequest_Mode.IF_ABNORMAL, reason: HealReason.VOLUME_ABNORMAL }],
     ],
   );
   const [check, caps, heal] = fake.seen.map((s) => s.deadlineInMs);
@@ -144,13 +151,51 @@ test("not SERVING, or nobody there: health() says which, with the status or the 
   assert.match(other.reason, /^UNIMPLEMENTED/);
 });
 
-test("answers: the driver's result and the health after it; an unknown value is named as such", async (t) => {
+test("answers: the driver's result, the health after it and each pod's state; an unknown value is named as such", async (t) => {
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: healed };
   const conn = connect(t, await serve(t, fake));
-  fake.heal = () => ({ result: Result.NOT_HEALABLE, health: { state: State.ABNORMAL, reason: "Gone", message: "" }, message: "image deleted", volumeId: "v" });
-  assert.deepEqual(await conn.heal("pv-1", "IF_ABNORMAL", 5_000), { result: "NOT_HEALABLE", health: "ABNORMAL", message: "image deleted" });
-  fake.heal = () => ({ result: 99 as Result, health: undefined, message: "", volumeId: "v" });
-  assert.deepEqual(await conn.heal("pv-1", "ALWAYS", 5_000), { result: "RESULT_UNKNOWN", health: "STATE_UNKNOWN", message: "" });
+  fake.heal = () => ({
+    result: Result.NOT_HEALABLE,
+    health: { state: State.ABNORMAL, reason: "Gone", message: "" },
+    message: "image deleted",
+    volumeId: "v",
+    pods: [],
+  });
+  assert.deepEqual(await conn.heal("pv-1", "IF_ABNORMAL", "VOLUME_ABNORMAL", 5_000), {
+    result: "NOT_HEALABLE",
+    health: "ABNORMAL",
+    message: "image deleted",
+    pods: [],
+  });
+  fake.heal = () => ({ result: 99 as Result, health: undefined, message: "", volumeId: "v", pods: [] });
+  assert.deepEqual(await conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 5_000), {
+    result: "RESULT_UNSPECIFIED",
+    health: "STATE_UNSPECIFIED",
+    message: "",
+    pods: [],
+  });
+  const pod = (name: string, state: number) => ({ namespace: "apps", name, uid: `uid-${name}`, state, reason: "R", message: `m-${name}` });
+  fake.heal = () => ({
+    ...healed(),
+    pods: [
+      pod("a", PodState.WHOLE_IN_PLACE),
+      pod("b", PodState.RESTART_NEEDED),
+      pod("c", PodState.NOT_MOUNTED),
+      pod("d", PodState.STATE_UNSPECIFIED),
+      pod("e", 42),
+    ],
+  });
+  const { pods } = await conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 5_000);
+  assert.deepEqual(
+    pods.map((p) => [p.name, p.uid, p.state, p.message]),
+    [
+      ["a", "uid-a", "WHOLE_IN_PLACE", "m-a"],
+      ["b", "uid-b", "RESTART_NEEDED", "m-b"],
+      ["c", "uid-c", "NOT_MOUNTED", "m-c"],
+      ["d", "uid-d", "UNKNOWN", "m-d"],
+      ["e", "uid-e", "UNKNOWN", "m-e"],
+    ],
+  );
 });
 
 test("a refused call is a CallError with the sidecar's code and details; a token that cannot be read is UNAUTHENTICATED and nothing is sent", async (t) => {
@@ -159,7 +204,7 @@ test("a refused call is a CallError with the sidecar's code and details; a token
     Object.assign(new Error("refused"), { code: grpc.status.FAILED_PRECONDITION, details: "volume not on this node", metadata: new grpc.Metadata() });
   const conn = connect(t, await serve(t, fake));
   await assert.rejects(
-    conn.heal("pv-1", "ALWAYS", 5_000),
+    conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 5_000),
     (err: unknown) =>
       err instanceof CallError &&
       err.code === grpc.status.FAILED_PRECONDITION &&
@@ -171,7 +216,7 @@ test("a refused call is a CallError with the sidecar's code and details; a token
     throw new Error("cannot read --token-file /var/run/secrets/tokens/healer: ENOENT");
   });
   await assert.rejects(
-    broken.heal("pv-1", "ALWAYS", 5_000),
+    broken.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 5_000),
     (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAUTHENTICATED && /token-file/.test(err.details),
   );
   assert.equal(fake.seen.length, sent);
@@ -182,19 +227,22 @@ test("a heal whose signal aborts is cancelled at once, not left to its deadline:
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: () => new Promise(() => {}), cancelled: [] };
   const conn = connect(t, await serve(t, fake));
   const abort = new AbortController();
-  const call = conn.heal("pv-1", "ALWAYS", 3_000, abort.signal);
+  const call = conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 3_000, abort.signal);
   await waitFor("the call at the sidecar", () => fake.seen.length === 1);
   abort.abort();
   await assert.rejects(call, (err: unknown) => err instanceof CallError && err.code === grpc.status.CANCELLED);
   await waitFor("the sidecar to see it cancelled", () => fake.cancelled!.length === 1);
   assert.deepEqual(fake.cancelled, ["pv-1"]);
-  await assert.rejects(conn.heal("pv-2", "ALWAYS", 3_000, abort.signal), (err: unknown) => err instanceof CallError && err.code === grpc.status.CANCELLED);
+  await assert.rejects(
+    conn.heal("pv-2", "ALWAYS", "DRIVER_RESTARTED", 3_000, abort.signal),
+    (err: unknown) => err instanceof CallError && err.code === grpc.status.CANCELLED,
+  );
   assert.equal(fake.seen.length, 1);
 });
 
 test("no token configured: calls go without authorization", async (t) => {
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: healed };
-  await connect(t, await serve(t, fake), () => undefined).heal("pv-1", "ALWAYS", 5_000);
+  await connect(t, await serve(t, fake), () => undefined).heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 5_000);
   assert.equal(fake.seen[0]!.authorization, undefined);
 });
 
@@ -220,11 +268,14 @@ test("one connection for every call; a sidecar restarted on its address is diall
   const fake: FakeSidecar = { seen: [], serving: Serving.SERVING, healerTypes: [], heal: healed };
   const address = await serve(t, fake);
   const conn = connect(t, address);
-  await Promise.all([conn.heal("pv-1", "ALWAYS", 5_000), conn.heal("pv-2", "ALWAYS", 5_000), conn.health(5_000)]);
+  await Promise.all([conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 5_000), conn.heal("pv-2", "ALWAYS", "DRIVER_RESTARTED", 5_000), conn.health(5_000)]);
   fake.stop!();
-  await assert.rejects(conn.heal("pv-3", "ALWAYS", 2_000), (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAVAILABLE);
+  await assert.rejects(
+    conn.heal("pv-3", "ALWAYS", "DRIVER_RESTARTED", 2_000),
+    (err: unknown) => err instanceof CallError && err.code === grpc.status.UNAVAILABLE,
+  );
   await serve(t, fake, undefined, address);
-  assert.deepEqual(await conn.heal("pv-4", "ALWAYS", 5_000), { result: "HEALED", health: "HEALTHY", message: "re-staged" });
+  assert.deepEqual(await conn.heal("pv-4", "ALWAYS", "DRIVER_RESTARTED", 5_000), { result: "HEALED", health: "HEALTHY", message: "re-staged", pods: [] });
   assert.deepEqual(
     fake.seen.filter((s) => s.method === "HealVolume").map((s) => (s.request as HealVolumeRequest).pvName),
     ["pv-1", "pv-2", "pv-4"],
@@ -237,7 +288,10 @@ test("one connection for every call; a sidecar restarted on its address is diall
   t.after(() => silent.close());
   const mute = connect(t, `127.0.0.1:${(silent.address() as { port: number }).port}`);
   const started = Date.now();
-  await assert.rejects(mute.heal("pv-5", "ALWAYS", 300), (err: unknown) => err instanceof CallError && err.code === grpc.status.DEADLINE_EXCEEDED);
+  await assert.rejects(
+    mute.heal("pv-5", "ALWAYS", "DRIVER_RESTARTED", 300),
+    (err: unknown) => err instanceof CallError && err.code === grpc.status.DEADLINE_EXCEEDED,
+  );
   assert.ok(Date.now() - started < 5_000);
 });
 
@@ -271,7 +325,7 @@ test("a health check left unanswered drops the connection: the next call goes ou
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.after(() => (sessions.forEach((s) => (s as { destroy(): void }).destroy()), server.close()));
   const conn = connect(t, `127.0.0.1:${(server.address() as { port: number }).port}`);
-  const slowHeal = conn.heal("pv-1", "ALWAYS", 10_000);
+  const slowHeal = conn.heal("pv-1", "ALWAYS", "DRIVER_RESTARTED", 10_000);
   await waitFor("the heal at the sidecar", () => held.length === 1);
   const silent = await conn.health(200);
   assert.equal(silent.state, "unreachable");
@@ -295,7 +349,11 @@ test("a connection without calls is closed after its idle time, not while a call
   const channel = new SidecarChannel(await serve(t, fake), plaintext, 100);
   t.after(() => channel.close());
   const heal = (pvName: string) =>
-    channel.unary(VolumeHealerService.healVolume, { pvName, mode: HealVolumeRequest_Mode.ALWAYS }, { deadline: Date.now() + 10_000 });
+    channel.unary(
+      VolumeHealerService.healVolume,
+      { pvName, mode: HealVolumeRequest_Mode.ALWAYS, reason: reasonFor(HealVolumeRequest_Mode.ALWAYS) },
+      { deadline: Date.now() + 10_000 },
+    );
   const slow = heal("slow");
   await waitFor("the slow heal at the sidecar", () => release);
   await new Promise((r) => setTimeout(r, 300)); // three idle times: a call in flight keeps it open

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { getEventListeners } from "node:events";
-import { isDnsSubdomain, stagingPath, volumeAttachmentName, volumeInUseName } from "../../../../sidecar/relay/names.js";
+import { isDnsSubdomain, kubeletRootOf, publishTargetPath, stagingPath, volumeAttachmentName, volumeInUseName } from "../../../../sidecar/relay/names.js";
 import { volumeCapability } from "../../../../sidecar/relay/capability.js";
 import { Limiter } from "../../../../sidecar/relay/limiter.js";
 import { SingleFlight } from "../../../../sidecar/util/single-flight.js";
@@ -26,6 +26,31 @@ test("VolumeAttachment name, staging paths and volumesInUse as the kubelet compu
   );
   assert.equal(stagingPath("/k/csi", "pv-1", "d", "vol-1", true), "/k/csi/volumeDevices/staging/pv-1");
   assert.equal(volumeInUseName("d", "vol-1"), "kubernetes.io/csi/d^vol-1");
+});
+
+test("publish target paths as the kubelet lays them out (csi_mounter.go getTargetPath + GetCSIMounterPath, csi_block.go getPublishPath), under the root the staging path implies", () => {
+  const uid = "0b7ac1f2-5c3e-4f7a-9d2e-3a4b5c6d7e8f";
+  assert.equal(kubeletRootOf("/var/lib/kubelet/plugins/kubernetes.io/csi/"), "/var/lib/kubelet");
+  assert.equal(kubeletRootOf("/data/kubelet/plugins/kubernetes.io/csi"), "/data/kubelet");
+  assert.equal(kubeletRootOf("/plugins/kubernetes.io/csi"), "/");
+  for (const other of ["/env/staging/", "/var/lib/kubelet/plugins/", "/var/lib/kubelet/plugins/kubernetes.io/csi/extra"])
+    assert.equal(kubeletRootOf(other), undefined, other);
+  assert.equal(publishTargetPath("/var/lib/kubelet", "pv-1", uid, false), `/var/lib/kubelet/pods/${uid}/volumes/kubernetes.io~csi/pv-1/mount`);
+  assert.equal(publishTargetPath("/var/lib/kubelet", "pv-1", uid, true), `/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pv-1/${uid}`);
+  // Block: beside the staging path the sidecar already sends.
+  assert.equal(
+    stagingPath("/var/lib/kubelet/plugins/kubernetes.io/csi/", "pv-1", "d", "vol-1", true),
+    "/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv-1",
+  );
+  // Nothing but a PV name and a UUID becomes part of a path.
+  for (const [pv, u] of [
+    ["../x", uid],
+    ["pv-1", "../../etc"],
+    ["pv-1", "not-a-uuid"],
+    ["PV", uid],
+  ] as const) {
+    assert.throws(() => publishTargetPath("/var/lib/kubelet", pv, u, false), /no publish path/, `${pv} ${u}`);
+  }
 });
 
 test("VolumeCapability from the PV", () => {
