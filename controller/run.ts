@@ -18,6 +18,7 @@ import { LeaseElector } from "../common/election/lease-elector.js";
 import { EventRecorder } from "./report/events.js";
 import { createMetrics, type Metrics } from "./report/metrics.js";
 import { Reporter } from "./report/reporter.js";
+import { PodRestarts } from "./heal/pod-restarts.js";
 import { channelSetup } from "./sidecars/credentials.js";
 import { SidecarPool } from "./sidecars/pool.js";
 import type { EndpointRefusedError } from "./sidecars/verify.js";
@@ -34,6 +35,8 @@ export interface Parts {
   passDeps: PassDeps;
   kube: ReturnType<typeof createKubeWrites>;
   events: EventRecorder;
+  /** Evicts pods a heal left with a dead mount; only with --restart-pods-not-healed-in-place. */
+  restarts: PodRestarts | undefined;
 }
 
 /** How long a stopping controller (or a finished heal command) still writes its queued Events. */
@@ -47,7 +50,14 @@ export function buildParts(config: Config, logger: Logger): Parts {
   const metrics = createMetrics(() => pool.countByState());
   const queue = new WorkQueue({ perNode: config.perNodeConcurrency, global: config.maxConcurrentHeals });
   const events = new EventRecorder(kube, logger, { dropped: metrics.eventsDropped, queued: metrics.eventsQueued }, { heals: queue });
-  const reporter = new Reporter(logger, metrics, events);
+  const restarts = config.podRestarts.enabled
+    ? new PodRestarts(kube, events, logger, (driver, result) => metrics.podEvictions.inc({ driver, result }), {
+        perNode: config.podRestarts.perNode,
+        total: config.podRestarts.total,
+        backoff: { initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs },
+      })
+    : undefined;
+  const reporter = new Reporter(logger, metrics, events, restarts);
   const pool = sidecarPool(config, kube, logger, (s, err) => reporter.endpointRefused(s, err));
   const cluster = new ClusterCache(kc, config.namespace, logger);
   const passDeps: PassDeps = {
@@ -59,7 +69,7 @@ export function buildParts(config: Config, logger: Logger): Parts {
     retry: { maxAttempts: config.maxAttempts, initialMs: config.backoffInitialMs, maxMs: config.backoffMaxMs, healTimeoutMs: config.healTimeoutMs },
     ...nodeVolumes(cluster, kube, logger),
   };
-  return { cluster, pool, metrics, passDeps, kube, events };
+  return { cluster, pool, metrics, passDeps, kube, events, restarts };
 }
 
 /** The sidecars' channels with their tokens: per node (TokenRequest), one from a file (weaker), or none. */
@@ -95,7 +105,7 @@ export interface Controller {
 }
 
 export async function startController(config: Config, logger: Logger): Promise<Controller> {
-  const { cluster, pool, metrics, passDeps, kube, events } = buildParts(config, logger);
+  const { cluster, pool, metrics, passDeps, kube, events, restarts } = buildParts(config, logger);
   let synced = false;
   let stopping = false;
   const readiness = {
@@ -151,6 +161,7 @@ export async function startController(config: Config, logger: Logger): Promise<C
     async shutdown() {
       stopping = true;
       await healer.close(config.shutdownGraceMs);
+      restarts?.close();
       await elector?.stop();
       await events.flush(EVENTS_FLUSH_MS);
       cluster.stop();

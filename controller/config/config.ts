@@ -52,6 +52,8 @@ export interface Config {
   tokenServiceAccount: { namespace: string; name: string } | undefined;
   /** Lifetime asked for each per-node token (the API server may grant less). */
   tokenExpirationSeconds: number;
+  /** Evicting pods a heal left with a dead mount: off unless asked for; bounded per node and in all. */
+  podRestarts: { enabled: boolean; perNode: number; total: number };
   /** Which sidecar endpoints are called (controller/sidecars/verify.ts). */
   endpoints: { serviceAccounts: string[]; allowUnverified: boolean };
   httpEndpoint: { host: string; port: number } | undefined;
@@ -136,6 +138,15 @@ export const FLAGS: readonly FlagSpec[] = [
     help: "UNSAFE, local use only: call CSIAddonsNodes whose endpoint is a plain host:port, which names no pod to verify (whoever writes one gets that node's token and calls)",
     default: "false",
   },
+  {
+    name: "restart-pods-not-healed-in-place",
+    kind: "bool",
+    env: "RESTART_PODS_NOT_HEALED_IN_PLACE",
+    help: "evict (Eviction API, PodDisruptionBudgets respected) each pod a heal left with a dead mount, once; pods without a controller, or opted out by annotation, are only reported. Needs deploy/components/pod-restarts",
+    default: "false",
+  },
+  { name: "max-pod-restarts-per-node", kind: "string", env: "MAX_POD_RESTARTS_PER_NODE", help: "evictions at once on one node", default: "1" },
+  { name: "max-pod-restarts", kind: "string", env: "MAX_POD_RESTARTS", help: "evictions at once in the cluster", default: "10" },
   {
     name: "token-expiration",
     kind: "string",
@@ -225,6 +236,11 @@ export function parseConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Pa
     tokenServiceAccount: serviceAccount(raw),
     tokenExpirationSeconds: Math.round(duration(raw, "token-expiration") / 1000),
     endpoints: { serviceAccounts: serviceAccounts(raw), allowUnverified: bool(raw, "allow-unverified-endpoints") },
+    podRestarts: {
+      enabled: bool(raw, "restart-pods-not-healed-in-place"),
+      perNode: int(raw, "max-pod-restarts-per-node", 1),
+      total: int(raw, "max-pod-restarts", 1),
+    },
     httpEndpoint: hostPort(raw, "http-endpoint"),
     leader: {
       enabled: !isHeal && (raw.has("leader-elect") ? bool(raw, "leader-elect") : inCluster),

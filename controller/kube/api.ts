@@ -2,7 +2,7 @@
 // Only kube/ implements it (and only kube/ imports @kubernetes/client-node).
 import type { EventEmitter } from "node:events";
 import type { LeaseRecord, StoredLease } from "../../common/election/lease-elector.js";
-import type { PvInfo, SidecarInfo, SidecarPod } from "../plan/types.js";
+import type { OwnerRef, PvInfo, SidecarInfo, SidecarPod } from "../plan/types.js";
 
 export interface ClusterEvents {
   sidecar: [type: "add" | "update" | "delete", sidecar: SidecarInfo];
@@ -50,6 +50,16 @@ export interface KubeWrites {
   claimsOnNode(nodeName: string, signal: AbortSignal): Promise<NodeClaim[]>;
   /** The CSIDriver's spec.attachRequired: true when it says so or does not exist (as the kubelet reads it). */
   attachRequired(driver: string, signal: AbortSignal): Promise<boolean>;
+  /** What decides whether a pod left with a dead mount may be evicted (one GET); undefined when it is gone. */
+  podToRestart(namespace: string, name: string, signal: AbortSignal): Promise<PodToRestart | undefined>;
+  /** A namespace's annotations (one GET); {} when it is gone. */
+  namespaceAnnotations(namespace: string, signal: AbortSignal): Promise<Record<string, string>>;
+  /**
+   * Evicts the pod of this UID through the Eviction API (policy/v1), so its PodDisruptionBudget
+   * holds: "evicted"; "gone" when no pod of that UID is there any more; `refused` with the API's
+   * reason when its budget allows no disruption now (429).
+   */
+  evictPod(namespace: string, name: string, uid: string, signal: AbortSignal): Promise<"evicted" | "gone" | { refused: string }>;
   /** Creates an Event; returns its name so a repeat can bump it. */
   createEvent(namespace: string, e: EventRecord, signal: AbortSignal): Promise<string>;
   /** A repeat of an Event: count and lastTimestamp only. */
@@ -62,6 +72,13 @@ export interface KubeWrites {
   readLease(namespace: string, name: string, signal: AbortSignal): Promise<StoredLease | undefined>;
   /** false when another replica wrote first (409). */
   writeLease(namespace: string, name: string, lease: LeaseRecord, resourceVersion: string | undefined, signal: AbortSignal): Promise<boolean>;
+}
+
+export interface PodToRestart {
+  uid: string;
+  nodeName: string;
+  owners: readonly OwnerRef[];
+  annotations: Readonly<Record<string, string>>;
 }
 
 export interface NodeClaim {

@@ -61,6 +61,16 @@ export function requestOptions(signal: AbortSignal, contentType?: string): Confi
   };
 }
 
+/** Why the Eviction API refused (429): its DisruptionBudget cause, else its message. */
+function evictionCause(body: unknown): string {
+  try {
+    const st = (typeof body === "string" ? JSON.parse(body) : body) as { message?: string; details?: { causes?: { message?: string }[] } };
+    return st.details?.causes?.[0]?.message ?? st.message ?? "the pod's disruption budget allows no disruption now";
+  } catch {
+    return "the pod's disruption budget allows no disruption now";
+  }
+}
+
 async function request<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
@@ -96,6 +106,37 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         serviceAccount: pod.spec?.serviceAccountName || "default",
         owners: (pod.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) })),
       };
+    },
+    async podToRestart(namespace, name, signal) {
+      const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal))).catch((err) =>
+        err instanceof KubeRequestError && err.status === 404 ? undefined : Promise.reject(err),
+      );
+      if (!pod) return undefined;
+      return {
+        uid: pod.metadata?.uid ?? "",
+        nodeName: pod.spec?.nodeName ?? "",
+        owners: (pod.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) })),
+        annotations: pod.metadata?.annotations ?? {},
+      };
+    },
+    async namespaceAnnotations(namespace, signal) {
+      const ns = await request(`get Namespace ${namespace}`, () => core.readNamespace({ name: namespace }, requestOptions(signal))).catch((err) =>
+        err instanceof KubeRequestError && err.status === 404 ? undefined : Promise.reject(err),
+      );
+      return ns?.metadata?.annotations ?? {};
+    },
+    async evictPod(namespace, name, uid, signal) {
+      // The UID as a precondition: a pod made again under the name (a StatefulSet's) is not the one meant.
+      const body = { apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace }, deleteOptions: { preconditions: { uid } } };
+      try {
+        await core.createNamespacedPodEviction({ namespace, name, body }, requestOptions(signal));
+        return "evicted";
+      } catch (err) {
+        if (err instanceof ApiException && (err.code === 404 || err.code === 409)) return "gone";
+        if (err instanceof ApiException && err.code === 429) return { refused: evictionCause(err.body) };
+        if (err instanceof ApiException) throw new KubeRequestError(err.code, `evict Pod ${namespace}/${name}: ${httpStatusText(err.code, err.body)}`);
+        throw new KubeRequestError(0, `evict Pod ${namespace}/${name}: ${err instanceof Error ? err.message : String(err)}`);
+      }
     },
     async podStartTime(namespace, name, signal) {
       const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal)));

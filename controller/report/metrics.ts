@@ -15,6 +15,7 @@ export interface Metrics {
   /** Sidecar endpoints not called: not verified as the sidecar of the node their CSIAddonsNode claims. */
   endpointsRefused: Counter<"driver" | "reason">;
   podsAfterHeal: Counter<"driver" | "state">;
+  podEvictions: Counter<"driver" | "result">;
   eventsQueued: Gauge;
   /** Where the heal-work gauges read from (the heal controller, built after the metrics). */
   watchWaiting(source: () => readonly WaitingWork[]): void;
@@ -105,6 +106,12 @@ export function createMetrics(connections: () => Record<string, number>): Metric
       name: "csi_addons_healer_heal_pods_total",
       help: "Pods using a healed volume, by what the driver said they see: WHOLE_IN_PLACE, RESTART_NEEDED (left with the dead mount until restarted), NOT_MOUNTED, UNKNOWN",
       labelNames: ["driver", "state"],
+      registers,
+    }),
+    podEvictions: new Counter({
+      name: "csi_addons_healer_pod_evictions_total",
+      help: "Pods left with a dead mount, by what their eviction came to: evicted, gone (before it), delayed (a disruption budget said not now; tried again), skipped (no controller, or opted out), failed",
+      labelNames: ["driver", "result"],
       registers,
     }),
     eventsDropped: new Counter({

@@ -28,6 +28,8 @@ export class Reporter {
     private readonly logger: Logger,
     private readonly metrics: Metrics,
     private readonly events: EventRecorder,
+    /** Told of each pod left with a dead mount, when pods are to be restarted (--restart-pods-not-healed-in-place). */
+    private readonly restarts?: { restartNeeded(s: SidecarInfo, pv: PvInfo, pod: PodAnswer): void },
   ) {}
 
   outcome(o: HealOutcome): void {
@@ -101,6 +103,7 @@ export class Reporter {
           "VolumeRestartNeeded",
           `volume ${pv.name} was healed by ${s.driver} on node ${s.nodeId}, but this pod still sees the dead mount; restart the pod${detail}`,
         );
+        this.restarts?.restartNeeded(s, pv, p);
       } else if (p.state === "WHOLE_IN_PLACE") {
         this.logger.info("pod sees its healed volume", fields);
         this.events.pod(

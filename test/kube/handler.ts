@@ -14,6 +14,7 @@ import { badRequest, deleted, methodNotAllowed, pathNotFound } from "./status.js
 import { asTable, wantsTable } from "./table.js";
 import { serveWatch } from "./watch.js";
 import { issueToken } from "./token-request.js";
+import { evictPod } from "./eviction.js";
 
 export interface Reply {
   code: number;
@@ -23,8 +24,9 @@ export interface Reply {
 
 const notAllowed = () => methodNotAllowed("the server does not allow this method on the requested resource");
 
-/** serviceaccounts/{name}/token: the one create-only subresource served (TokenRequest). */
+/** serviceaccounts/{name}/token and pods/{name}/eviction: the create-only subresources served. */
 const isTokenRequest = (t: ResourceType, ri: RequestInfo) => t.group === "" && t.plural === "serviceaccounts" && ri.subresource === "token";
+const isEviction = (t: ResourceType, ri: RequestInfo) => t.group === "" && t.plural === "pods" && ri.subresource === "eviction";
 
 /** Resolves the type and the object's namespace for a resource request, or throws 404/405. */
 function route(ops: Ops, ri: RequestInfo): { t: ResourceType; ns: string | undefined } {
@@ -34,7 +36,7 @@ function route(ops: Ops, ri: RequestInfo): { t: ResourceType; ns: string | undef
   const ns = isNs ? undefined : ri.namespace;
   if (!isNs && !t.namespaced && ri.namespace !== undefined) throw pathNotFound();
   if (t.namespaced && ns === undefined && !(ri.verb === "list" || ri.verb === "watch")) throw pathNotFound();
-  if (isTokenRequest(t, ri)) {
+  if (isTokenRequest(t, ri) || isEviction(t, ri)) {
     if (ri.verb !== "create") throw notAllowed();
   } else if (ri.subresource !== undefined) {
     if (ri.subresource !== "status" || !t.statusSubresource) throw pathNotFound();
@@ -88,6 +90,7 @@ export function handleResource(
     case "create": {
       if (t.virtual) return { code: 201, body: answerReview(t, auth, body, caller) };
       if (isTokenRequest(t, ri)) return { code: 201, body: issueToken(ops, auth, t, ns!, name, body) };
+      if (isEviction(t, ri)) return { code: 201, body: evictPod(ops, t, ns!, name, body) };
       const r = ops.create(t, ns, body, writeOpts(ri));
       return { code: 201, body: r.obj, warnings: r.warnings };
     }

@@ -196,6 +196,7 @@ const defs: Def[] = [
   { gv: "storage.k8s.io/v1", plural: "csidrivers", kind: "CSIDriver", namespaced: false, normalize: csiDriverNormalize },
   { gv: "storage.k8s.io/v1", plural: "volumeattachments", kind: "VolumeAttachment", namespaced: false, status: true, statusOnCreate: () => undefined },
   { gv: "coordination.k8s.io/v1", plural: "leases", kind: "Lease", namespaced: true },
+  { gv: "policy/v1", plural: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true, shortNames: ["pdb"], status: true, generation: true },
   {
     gv: "apiextensions.k8s.io/v1",
     plural: "customresourcedefinitions",

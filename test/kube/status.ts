@@ -97,6 +97,18 @@ export const unsupportedMediaType = (contentType: string, accepted: string[]) =>
 
 export const expired = (message: string) => failure(410, "Expired", message);
 
+/** 429 for an eviction a PodDisruptionBudget does not allow now (apierrors.NewTooManyRequests, no Retry-After). */
+export const evictionRefused = (cause: string) =>
+  failure(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", {
+    causes: [{ reason: "DisruptionBudget", message: cause }],
+  });
+
+/** An error Status with only a code and message, as the eviction subresource builds some by hand. */
+export const plainFailure = (code: number, message: string) => {
+  const status: Status = { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, code };
+  return new ApiError(status);
+};
+
 /** Faults injected by a test: the statuses a real, overloaded or broken API server answers with. */
 export function injected(code: 500 | 503 | 429): ApiError {
   if (code === 429) {

@@ -60,8 +60,8 @@ describe("deploy/ layout", { skip }, () => {
       assert.ok(listed || readme.includes(`deploy/${file}`), `${file} is used by no kustomization and not in deploy/README.md`);
     }
     // Opt-in components (least authority: an install holds only the grants it uses): the upstream
-    // controller's access, and the Lease of controller plugins.
-    const optIn = ["controller-plugin-lease", "upstream-controller-access"];
+    // controller's access, the Lease of controller plugins, and evicting pods left with a dead mount.
+    const optIn = ["controller-plugin-lease", "pod-restarts", "upstream-controller-access"];
     assert.deepEqual(
       readKustomization().components,
       componentDirs.filter((d) => !optIn.includes(d)).map((d) => `components/${d}`),

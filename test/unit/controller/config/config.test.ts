@@ -66,6 +66,7 @@ test("defaults: in a cluster, TLS verified against the CA and leader election on
     tokenServiceAccount: undefined,
     tokenExpirationSeconds: 3600,
     endpoints: { serviceAccounts: [], allowUnverified: false },
+    podRestarts: { enabled: false, perNode: 1, total: 10 },
     httpEndpoint: undefined,
     leader: {
       enabled: true,
@@ -109,6 +110,9 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     LOG_FORMAT: "text",
     SHUTDOWN_GRACE: "20s",
     TERMINATION_LOG: "/tmp/termination",
+    RESTART_PODS_NOT_HEALED_IN_PLACE: "true",
+    MAX_POD_RESTARTS_PER_NODE: "2",
+    MAX_POD_RESTARTS: "20",
   });
   assert.deepEqual(c, {
     kubeconfig: "/k",
@@ -126,6 +130,7 @@ test("every setting from its environment variable (as deploy/ passes them)", () 
     tokenServiceAccount: undefined,
     tokenExpirationSeconds: 3600,
     endpoints: { serviceAccounts: [], allowUnverified: false },
+    podRestarts: { enabled: true, perNode: 2, total: 20 },
     httpEndpoint: { host: "::", port: 8080 },
     leader: {
       enabled: true,
