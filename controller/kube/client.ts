@@ -15,6 +15,7 @@ import {
   type V1Lease,
 } from "@kubernetes/client-node";
 import { KubeRequestError, type KubeWrites, type NodeClaim, type StoredLease } from "./api.js";
+import type { OwnerRef } from "../plan/types.js";
 import { claimsOfPod } from "../../common/kube/pod-claims.js";
 import { jsonRequest, type JsonRequest } from "./json-request.js";
 import { withDeadline } from "../../common/util/deadline.js";
@@ -61,6 +62,14 @@ export function requestOptions(signal: AbortSignal, contentType?: string): Confi
   };
 }
 
+/** The object, or undefined when the API answered 404. */
+const unlessMissing = <T>(p: Promise<T>): Promise<T | undefined> =>
+  p.catch((err: unknown) => (err instanceof KubeRequestError && err.status === 404 ? undefined : Promise.reject(err)));
+
+/** metadata.ownerReferences as the plan's views carry them. */
+const ownersOf = (meta: { ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[] } | undefined): OwnerRef[] =>
+  (meta?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) }));
+
 /** Why the Eviction API refused (429): its DisruptionBudget cause, else its message. */
 function evictionCause(body: unknown): string {
   try {
@@ -104,25 +113,21 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
         nodeName: pod.spec?.nodeName ?? "",
         ip: pod.status?.podIP || undefined,
         serviceAccount: pod.spec?.serviceAccountName || "default",
-        owners: (pod.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) })),
+        owners: ownersOf(pod.metadata),
       };
     },
     async podToRestart(namespace, name, signal) {
-      const pod = await request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal))).catch((err) =>
-        err instanceof KubeRequestError && err.status === 404 ? undefined : Promise.reject(err),
-      );
+      const pod = await unlessMissing(request(`get Pod ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, requestOptions(signal))));
       if (!pod) return undefined;
       return {
         uid: pod.metadata?.uid ?? "",
         nodeName: pod.spec?.nodeName ?? "",
-        owners: (pod.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name, uid: o.uid, ...(o.controller ? { controller: true } : {}) })),
+        owners: ownersOf(pod.metadata),
         annotations: pod.metadata?.annotations ?? {},
       };
     },
     async namespaceAnnotations(namespace, signal) {
-      const ns = await request(`get Namespace ${namespace}`, () => core.readNamespace({ name: namespace }, requestOptions(signal))).catch((err) =>
-        err instanceof KubeRequestError && err.status === 404 ? undefined : Promise.reject(err),
-      );
+      const ns = await unlessMissing(request(`get Namespace ${namespace}`, () => core.readNamespace({ name: namespace }, requestOptions(signal))));
       return ns?.metadata?.annotations ?? {};
     },
     async evictPod(namespace, name, uid, signal) {
@@ -237,13 +242,10 @@ export function createKubeWrites(kc: KubeConfig): KubeWrites {
       return { token: tr.status.token, expiresAtMs };
     },
     async readLease(namespace, name, signal) {
-      try {
-        const lease = await request(`get Lease ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, requestOptions(signal)));
-        return fromLease(lease);
-      } catch (err) {
-        if (err instanceof KubeRequestError && err.status === 404) return undefined;
-        throw err;
-      }
+      const lease = await unlessMissing(
+        request(`get Lease ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, requestOptions(signal))),
+      );
+      return lease && fromLease(lease);
     },
     async writeLease(namespace, name, l, resourceVersion, signal) {
       const body: V1Lease = {

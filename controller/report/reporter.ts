@@ -89,8 +89,19 @@ export class Reporter {
   private recordPods(o: HealOutcome): void {
     if (o.result !== "HEALED" || !o.pods?.length) return;
     const { sidecar: s, pv } = o;
+    // A pod using the volume is in its claim's namespace: a sidecar naming another (a forged or
+    // broken one) gets no Event written on it, nor an eviction asked for.
+    const pods = o.pods.filter((p) => p.namespace === pv.claim?.namespace);
+    if (pods.length < o.pods.length) {
+      this.logger.warn("sidecar named pods outside the volume's claim namespace; ignored", {
+        sidecar: s.key,
+        node: s.nodeId,
+        pv: pv.name,
+        ignored: o.pods.length - pods.length,
+      });
+    }
     const restart: string[] = [];
-    for (const p of o.pods) {
+    for (const p of pods) {
       this.metrics.podsAfterHeal.inc({ driver: s.driver, state: p.state });
       const fields = { node: s.nodeId, driver: s.driver, pv: pv.name, pod: `${p.namespace}/${p.name}`, pod_uid: p.uid, state: p.state, reason: p.reason };
       const detail = p.message ? `: ${p.message}` : "";

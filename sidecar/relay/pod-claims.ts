@@ -107,6 +107,7 @@ export class PodClaims {
    * volume here, and the others must still answer.
    */
   async uses(namespace: string, name: string, signal: AbortSignal): Promise<boolean> {
+    if (this.synced) return this.users.has(claimKey(namespace, name));
     return (await this.usersOf(namespace, name, signal)).length > 0;
   }
 

@@ -153,3 +153,43 @@ test("an attempt that will be retried is logged with its wait and timed, but nei
   assert.deepEqual(await heals(), []);
   assert.deepEqual(events, []);
 });
+
+test("pods after a heal: an Event on each pod of the claim's namespace, the restarts asked for; a pod of another namespace is ignored, logged, never evicted", () => {
+  const podEvents: [string, string][] = [];
+  const restarts: string[] = [];
+  const recorder = {
+    volume: () => {},
+    pod: (p: { name: string }, _type: string, reason: string) => void podEvents.push([p.name, reason]),
+  };
+  const { lines, logger } = captureLogger("info");
+  const r = new Reporter(
+    logger,
+    createMetrics(() => ({})),
+    recorder as unknown as EventRecorder,
+    { restartNeeded: (_s, _pv, p) => void restarts.push(p.name) },
+  );
+  const pv: PvInfo = { ...PV, claim: { namespace: "apps", name: "data", uid: "c" } };
+  const pod = (namespace: string, name: string, state: "WHOLE_IN_PLACE" | "RESTART_NEEDED") => ({
+    namespace,
+    name,
+    uid: `uid-${name}`,
+    state,
+    reason: "",
+    message: "",
+  });
+  r.outcome(
+    outcome("ALWAYS", "HEALED", {
+      pv,
+      pods: [pod("apps", "a", "RESTART_NEEDED"), pod("apps", "b", "WHOLE_IN_PLACE"), pod("kube-system", "x", "RESTART_NEEDED")],
+    }),
+  );
+  assert.deepEqual(podEvents, [
+    ["a", "VolumeRestartNeeded"],
+    ["b", "VolumeWholeInPlace"],
+  ]);
+  assert.deepEqual(restarts, ["a"]);
+  assert.equal(lines.find((l) => l["message"] === "sidecar named pods outside the volume's claim namespace; ignored")?.["ignored"], 1);
+  // Nothing was made again by a NOT_NEEDED: what the pods see is what it was.
+  r.outcome(outcome("ALWAYS", "NOT_NEEDED", { pv, pods: [pod("apps", "c", "RESTART_NEEDED")] }));
+  assert.equal(podEvents.length, 2);
+});
